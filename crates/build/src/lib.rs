@@ -1,0 +1,300 @@
+//! Build-script support shared by every cuzk crate that compiles CUDA.
+//!
+//! One place for toolkit discovery, GPU architecture choice and nvcc flags,
+//! so that each `build.rs` stays a few lines long:
+//!
+//! ```no_run
+//! // build.rs
+//! let cuda = cuzk_build::Cuda::detect("cuzk-field");
+//! match cuda.toolkit() {
+//!     Some(tk) => { tk.compile("cuzk_field_gpu", &["../../csrc/field/gpu.cu"], &["../../csrc/include"]); }
+//!     None => { /* CPU-only build: cuda.warn_missing() was printed once */ }
+//! }
+//! ```
+//!
+//! nvcc is looked for in this order (first hit wins):
+//! 1. `NVCC`: the path of an nvcc executable;
+//! 2. `CUDA_PATH`, then `CUDA_HOME`: a toolkit root holding `bin/nvcc`;
+//! 3. the project's own toolkit, installed by `cargo xtask cuda-toolkit`
+//!    into [`project_toolkit_dir`] (outside `target/`, so `cargo clean` keeps it);
+//! 4. `nvcc` on `PATH`.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Pinned CUDA toolkit version of the project's own toolkit (PyPI wheels).
+pub const TOOLKIT_VERSION: &str = "13.0";
+
+/// The PyPI wheels (name, exact version) that make up the project's toolkit:
+/// nvcc, the runtime (headers, `libcudart_static.a`), CCCL (CUB, Thrust),
+/// the CRT headers and NVVM (cicc, libdevice). All CUDA 13.0.x.
+pub const TOOLKIT_WHEELS: &[(&str, &str)] = &[
+    ("nvidia-cuda-nvcc", "13.0.88"),
+    ("nvidia-cuda-runtime", "13.0.96"),
+    ("nvidia-cuda-cccl", "13.0.85"),
+    ("nvidia-cuda-crt", "13.0.88"),
+    ("nvidia-nvvm", "13.0.88"),
+];
+
+/// GPU architectures compiled when no GPU is visible and `CUZK_CUDA_ARCHS`
+/// is unset: Ampere (A100), Ada (L4, RTX 40) and Hopper (H100, H200).
+pub const DEFAULT_ARCHS: &[u32] = &[80, 89, 90];
+
+/// Directory of the project's own CUDA toolkit: `CUZK_TOOLKIT_DIR` if set,
+/// else `$XDG_CACHE_HOME/cuzk/cuda-13.0`, else `$HOME/.cache/cuzk/cuda-13.0`.
+/// `cargo xtask cuda-toolkit` installs the wheels there with `pip --target`;
+/// the toolkit root (with `bin/nvcc`) is then `<dir>/nvidia/cu13`.
+pub fn project_toolkit_dir() -> PathBuf {
+    if let Some(dir) = env::var_os("CUZK_TOOLKIT_DIR") {
+        return PathBuf::from(dir);
+    }
+    let cache = env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    cache.join("cuzk").join(format!("cuda-{TOOLKIT_VERSION}"))
+}
+
+/// Root (holding `bin/nvcc`) of the project's own toolkit inside `dir`.
+pub fn project_toolkit_root(dir: &Path) -> PathBuf {
+    dir.join("nvidia").join("cu13")
+}
+
+/// Where nvcc was found, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The `NVCC` variable.
+    NvccVar,
+    /// `CUDA_PATH` or `CUDA_HOME`.
+    CudaPath,
+    /// The project's own toolkit (`cargo xtask cuda-toolkit`).
+    Project,
+    /// `nvcc` on `PATH`.
+    Path,
+}
+
+/// A CUDA toolkit found on this machine.
+#[derive(Clone, Debug)]
+pub struct Toolkit {
+    /// The nvcc executable.
+    pub nvcc: PathBuf,
+    /// Toolkit root (`nvcc`'s `bin/..`).
+    pub root: PathBuf,
+    /// How it was found.
+    pub source: Source,
+}
+
+impl Toolkit {
+    /// Looks for nvcc in the documented order; `None` when there is none.
+    pub fn find() -> Option<Toolkit> {
+        let from_nvcc = |nvcc: PathBuf, source: Source| {
+            let root = nvcc
+                .canonicalize()
+                .ok()
+                .and_then(|p| p.parent()?.parent().map(Path::to_path_buf))
+                .unwrap_or_default();
+            Toolkit { nvcc, root, source }
+        };
+        if let Some(p) = env::var_os("NVCC").map(PathBuf::from) {
+            if p.is_file() {
+                return Some(from_nvcc(p, Source::NvccVar));
+            }
+        }
+        for var in ["CUDA_PATH", "CUDA_HOME"] {
+            if let Some(root) = env::var_os(var).map(PathBuf::from) {
+                let nvcc = root.join("bin").join("nvcc");
+                if nvcc.is_file() {
+                    return Some(from_nvcc(nvcc, Source::CudaPath));
+                }
+            }
+        }
+        let nvcc = project_toolkit_root(&project_toolkit_dir())
+            .join("bin")
+            .join("nvcc");
+        if nvcc.is_file() {
+            return Some(from_nvcc(nvcc, Source::Project));
+        }
+        let path = env::var_os("PATH")?;
+        env::split_paths(&path)
+            .map(|d| d.join("nvcc"))
+            .find(|p| p.is_file())
+            .map(|p| from_nvcc(p, Source::Path))
+    }
+
+    /// Directories that may hold `libcudart_static.a` (`lib64`, `lib`,
+    /// `targets/x86_64-linux/lib`), those that exist.
+    pub fn lib_dirs(&self) -> Vec<PathBuf> {
+        ["lib64", "lib", "targets/x86_64-linux/lib"]
+            .iter()
+            .map(|d| self.root.join(d))
+            .filter(|d| d.is_dir())
+            .collect()
+    }
+
+    /// Include directories of the toolkit (runtime headers and CCCL).
+    pub fn include_dirs(&self) -> Vec<PathBuf> {
+        ["include", "include/cccl"]
+            .iter()
+            .map(|d| self.root.join(d))
+            .filter(|d| d.is_dir())
+            .collect()
+    }
+
+    /// nvcc's `--version` line, for the build log.
+    pub fn version(&self) -> String {
+        Command::new(&self.nvcc)
+            .arg("--version")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.lines().rev().find(|l| l.contains("release")).map(str::to_owned))
+            .unwrap_or_else(|| "unknown version".into())
+    }
+
+    /// Compiles CUDA sources into the static library `lib_name` with nvcc
+    /// for [`cuda_archs`] (machine code for each, plus PTX for the newest so
+    /// newer cards can JIT it), `-O3 -std=c++17`, and links the static CUDA
+    /// runtime (`libcudart_static`) so executables need only the driver's
+    /// `libcuda`. Panics (a build-script failure) when nvcc fails.
+    pub fn compile(&self, lib_name: &str, sources: &[&str], includes: &[PathBuf]) {
+        let archs = cuda_archs();
+        let mut build = cc::Build::new();
+        build
+            .cuda(true)
+            .compiler(&self.nvcc)
+            .cpp(true)
+            .std("c++17")
+            .opt_level(3)
+            .debug(false)
+            .flag("-Xcompiler=-Wall")
+            .flag("--expt-relaxed-constexpr")
+            .warnings(false);
+        for &arch in &archs {
+            build.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
+        }
+        if let Some(&newest) = archs.iter().max() {
+            build.flag(format!("-gencode=arch=compute_{newest},code=compute_{newest}"));
+        }
+        for inc in includes {
+            build.include(inc);
+        }
+        for src in sources {
+            println!("cargo:rerun-if-changed={src}");
+            build.file(src);
+        }
+        build.compile(lib_name);
+        println!(
+            "cargo:warning=cuzk: compiled {} with nvcc ({}; {}) for sm_{}",
+            lib_name,
+            self.nvcc.display(),
+            self.version(),
+            archs.iter().map(u32::to_string).collect::<Vec<_>>().join(",sm_")
+        );
+        self.link_runtime();
+    }
+
+    /// Emits the link lines for the static CUDA runtime and what it needs
+    /// (`dl`, `rt`, `pthread`, the C++ runtime).
+    pub fn link_runtime(&self) {
+        for dir in self.lib_dirs() {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+        }
+        println!("cargo:rustc-link-lib=static=cudart_static");
+        for lib in ["dl", "rt", "pthread", "stdc++"] {
+            println!("cargo:rustc-link-lib={lib}");
+        }
+    }
+}
+
+/// GPU architectures to compile for (compute capabilities as `major*10+minor`):
+/// `CUZK_CUDA_ARCHS` (comma-separated, e.g. `90` or `80,90`) if set, else those
+/// of the GPUs `nvidia-smi` reports, else [`DEFAULT_ARCHS`].
+pub fn cuda_archs() -> Vec<u32> {
+    if let Ok(list) = env::var("CUZK_CUDA_ARCHS") {
+        let archs: Vec<u32> = list
+            .split(',')
+            .filter_map(|s| s.trim().trim_start_matches("sm_").parse().ok())
+            .collect();
+        if !archs.is_empty() {
+            return archs;
+        }
+    }
+    let detected = Command::new("nvidia-smi")
+        .args(["--query-gpu=compute_cap", "--format=csv,noheader"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            let mut v: Vec<u32> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| l.trim().replace('.', "").parse().ok())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .unwrap_or_default();
+    if detected.is_empty() {
+        DEFAULT_ARCHS.to_vec()
+    } else {
+        detected
+    }
+}
+
+/// Build-time CUDA decision for one crate: a toolkit, or a CPU-only build.
+#[derive(Debug)]
+pub struct Cuda {
+    toolkit: Option<Toolkit>,
+}
+
+impl Cuda {
+    /// Decides whether `crate_name` builds its CUDA sources. With the crate's
+    /// `cuda` feature on (`CARGO_FEATURE_CUDA`), a missing nvcc stops the
+    /// build with an error saying how to get one; without it, a missing nvcc
+    /// prints one cargo warning and the crate builds CPU-only. Sets the
+    /// `cuzk_cuda` cfg when CUDA is compiled, and re-runs the build script
+    /// when any discovery variable changes.
+    pub fn detect(crate_name: &str) -> Cuda {
+        for var in [
+            "NVCC",
+            "CUDA_PATH",
+            "CUDA_HOME",
+            "CUZK_TOOLKIT_DIR",
+            "CUZK_CUDA_ARCHS",
+            "CUZK_NO_CUDA",
+            "PATH",
+        ] {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+        println!("cargo:rerun-if-changed={}", project_toolkit_dir().display());
+        println!("cargo::rustc-check-cfg=cfg(cuzk_cuda)");
+        let required = env::var_os("CARGO_FEATURE_CUDA").is_some();
+        let disabled = env::var_os("CUZK_NO_CUDA").is_some_and(|v| v == "1");
+        let toolkit = if disabled && !required {
+            None
+        } else {
+            Toolkit::find()
+        };
+        match &toolkit {
+            Some(_) => println!("cargo:rustc-cfg=cuzk_cuda"),
+            None if required => panic!(
+                "{crate_name}: the `cuda` feature is on but no nvcc was found (looked at NVCC, \
+                 CUDA_PATH, CUDA_HOME, {}, PATH). Run `cargo xtask cuda-toolkit` to install the \
+                 pinned CUDA {TOOLKIT_VERSION} toolkit, or point NVCC at an nvcc.",
+                project_toolkit_root(&project_toolkit_dir()).display()
+            ),
+            None => println!(
+                "cargo:warning={crate_name}: no nvcc found; building CPU-only (GPU entry points \
+                 will return NoCudaBuild). Run `cargo xtask cuda-toolkit` or set NVCC to build \
+                 the kernels."
+            ),
+        }
+        Cuda { toolkit }
+    }
+
+    /// The toolkit, when CUDA is being compiled.
+    pub fn toolkit(&self) -> Option<&Toolkit> {
+        self.toolkit.as_ref()
+    }
+}

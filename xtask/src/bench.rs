@@ -1,0 +1,51 @@
+//! `cargo xtask bench`: the main job. Builds the `cuzk-bench` executable in
+//! release (with CUDA where a GPU is present, installing the toolkit if
+//! none is found) and runs it; it prints a table and writes the report
+//! under `target/cuzk-report/`.
+
+use crate::toolkit;
+use crate::util::{cargo, gpu_present, root, run};
+use anyhow::Result;
+
+/// Arguments of `cargo xtask bench` (passed on to `cuzk-bench`).
+#[derive(clap::Args)]
+pub struct Args {
+    /// A short run (about a minute).
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// Up to the largest sizes in the issues.
+    #[arg(long)]
+    full: bool,
+    /// Comma-separated layers to run (e.g. `field`).
+    #[arg(long)]
+    only: Option<String>,
+    /// Report folder (default target/cuzk-report).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+/// Entry point of `cargo xtask bench`.
+pub fn run_bench(args: Args) -> Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--release", "-p", "cuzk-bench", "--bin", "cuzk-bench"]);
+    if gpu_present() {
+        let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
+        build.env("NVCC", nvcc).args(["--features", "cuzk-field/cuda"]);
+    } else {
+        eprintln!("cargo xtask bench: no GPU found (nvidia-smi lists none); running the CPU paths");
+    }
+    run(&mut build)?;
+    let mut bench = std::process::Command::new(root().join("target/release/cuzk-bench"));
+    if args.quick {
+        bench.arg("--quick");
+    }
+    if args.full {
+        bench.arg("--full");
+    }
+    if let Some(o) = &args.only {
+        bench.args(["--only", o]);
+    }
+    let out = args.out.unwrap_or_else(|| root().join("target/cuzk-report"));
+    bench.arg("--out").arg(out);
+    run(&mut bench)
+}

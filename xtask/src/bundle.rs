@@ -1,0 +1,139 @@
+//! `cargo xtask bundle`: release test and bench executables built with CUDA,
+//! copied with run scripts into `target/bundle/`, for a GPU machine that has
+//! no cargo (`./run-tests`, `./run-bench`).
+
+use crate::toolkit;
+use crate::util::{cargo, root, run, show};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// Arguments of `cargo xtask bundle`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// GPU architectures to compile (sets CUZK_CUDA_ARCHS), e.g. `90` for the H200.
+    #[arg(long)]
+    archs: Option<String>,
+    /// Output folder (default target/bundle).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Builds with `cargo <args> --message-format=json` and returns the paths of
+/// the executables it produced.
+fn build_executables(args: &[&str], nvcc: &Path, archs: &Option<String>) -> Result<Vec<PathBuf>> {
+    let mut cmd = cargo();
+    cmd.args(args)
+        .args(["--release", "--features", "cuzk-field/cuda", "--message-format=json-render-diagnostics"])
+        .env("NVCC", nvcc)
+        .stdout(Stdio::piped());
+    if let Some(a) = archs {
+        cmd.env("CUZK_CUDA_ARCHS", a);
+    }
+    eprintln!("$ {}", show(&cmd));
+    let out = cmd.output().context("running cargo")?;
+    if !out.status.success() {
+        bail!("`{}` failed", show(&cmd));
+    }
+    let mut exes = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if v["reason"] == "compiler-artifact" {
+            if let Some(exe) = v["executable"].as_str() {
+                exes.push(PathBuf::from(exe));
+            }
+        }
+    }
+    Ok(exes)
+}
+
+const RUN_TESTS: &str = r#"#!/usr/bin/env bash
+# Runs every cuzk test executable in this bundle with CUZK_REQUIRE_GPU=1:
+# a GPU test that cannot find a GPU fails instead of skipping.
+# Usage: ./run-tests [extra args for each test binary, e.g. a name filter]
+cd "$(dirname "$0")"
+export CUZK_REQUIRE_GPU=1
+pass=0; fail=0; failed=()
+for t in tests/*; do
+  echo "=== $t"
+  if "$t" "$@"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
+done
+echo "failed executables: ${failed[*]:-none}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
+"#;
+
+const RUN_BENCH: &str = r#"#!/usr/bin/env bash
+# Runs the main job (the cuzk benchmark) from this bundle; same arguments
+# as `cargo xtask bench` (--quick, --full, --only LIST, --out DIR).
+cd "$(dirname "$0")"
+exec ./bin/cuzk-bench "$@"
+"#;
+
+/// Entry point of `cargo xtask bundle`.
+pub fn run_bundle(args: Args) -> Result<()> {
+    let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
+    let out = args.out.clone().unwrap_or_else(|| root().join("target/bundle"));
+    if out.exists() {
+        std::fs::remove_dir_all(&out)?;
+    }
+    std::fs::create_dir_all(out.join("tests"))?;
+    std::fs::create_dir_all(out.join("bin"))?;
+
+    let tests = build_executables(
+        &["test", "--workspace", "--exclude", "xtask", "--no-run"],
+        &nvcc,
+        &args.archs,
+    )?;
+    for exe in &tests {
+        let name = exe.file_name().unwrap().to_string_lossy();
+        // Strip the cargo hash suffix: cuzk_field-0123abcd -> cuzk_field.
+        let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
+        copy_stripped(exe, &out.join("tests").join(short))?;
+    }
+    let bins = build_executables(&["build", "-p", "cuzk-bench", "--bin", "cuzk-bench"], &nvcc, &args.archs)?;
+    for exe in &bins {
+        copy_stripped(exe, &out.join("bin").join(exe.file_name().unwrap()))?;
+    }
+    for (name, text) in [("run-tests", RUN_TESTS), ("run-bench", RUN_BENCH)] {
+        let p = out.join(name);
+        std::fs::write(&p, text)?;
+        make_executable(&p)?;
+    }
+    let bytes: u64 = walk(&out)?.iter().map(|p| p.metadata().map(|m| m.len()).unwrap_or(0)).sum();
+    println!(
+        "bundle: {} ({} test executables, {:.1} MiB)",
+        out.display(),
+        tests.len(),
+        bytes as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
+
+
+
+fn copy_stripped(from: &Path, to: &Path) -> Result<()> {
+    std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+    // Debug info is most of a test binary's size; the bundle must stay small.
+    let _ = run(std::process::Command::new("strip").arg("--strip-debug").arg(to));
+    Ok(())
+}
+
+fn make_executable(p: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            files.extend(walk(&p)?);
+        } else {
+            files.push(p);
+        }
+    }
+    Ok(files)
+}

@@ -1,0 +1,54 @@
+//! `cargo xtask test`: the whole suite, exactly what CI's `.ci/run` calls.
+//!
+//! Installs the CUDA toolkit if none is found, builds with the `cuda`
+//! feature (so the kernels are compiled by nvcc even on a machine without a
+//! GPU), runs `cargo test --workspace` (the bindings drift test included),
+//! `cargo clippy --all-targets -D warnings` and `cargo fmt --check`.
+//! GPU tests skip with a printed reason where there is no GPU, and fail
+//! instead when `CUZK_REQUIRE_GPU=1`.
+
+use crate::util::{cargo, run};
+use crate::toolkit;
+use anyhow::Result;
+
+/// Arguments of `cargo xtask test`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Build CPU-only (no toolkit install, no nvcc); GPU tests then skip.
+    #[arg(long)]
+    no_cuda: bool,
+    /// Skip clippy and rustfmt (tests only).
+    #[arg(long)]
+    no_lint: bool,
+}
+
+/// Entry point of `cargo xtask test`.
+pub fn run_tests(args: Args) -> Result<()> {
+    let mut env: Vec<(&str, String)> = Vec::new();
+    let features: &[&str] = if args.no_cuda {
+        env.push(("CUZK_NO_CUDA", "1".into()));
+        &[]
+    } else {
+        let root = toolkit::ensure_cuda()?;
+        env.push(("NVCC", root.join("bin/nvcc").display().to_string()));
+        &["--features", "cuzk-field/cuda"]
+    };
+    env.push(("LIBCLANG_PATH", toolkit::ensure_libclang()?.display().to_string()));
+
+    let with_env = |mut c: std::process::Command| {
+        c.envs(env.iter().map(|(k, v)| (k, v)));
+        c
+    };
+    run(with_env(cargo()).args(["test", "--workspace"]).args(features))?;
+    if !args.no_lint {
+        run(with_env(cargo())
+            .args(["clippy", "--workspace", "--all-targets"])
+            .args(features)
+            .args(["--", "-D", "warnings"]))?;
+        run(cargo().args(["fmt", "--all", "--check"]))?;
+    }
+    println!("cargo xtask test: all steps passed");
+    Ok(())
+}
+
+
