@@ -1,1 +1,50 @@
-//! placeholder
+//! Shared test templates for cuzk's crates: GPU gating, seeded random
+//! inputs, edge values, and the arkworks cross-check of the field layer's
+//! element-wise operations.
+//!
+//! - GPU tests call [`gpu_or_skip`]: with no GPU they print why and skip,
+//!   unless `CUZK_REQUIRE_GPU=1`, where they fail.
+//! - Random inputs come from [`rng`]: a fresh seed each run, printed, and
+//!   replayed by setting `CUZK_TEST_SEED`.
+
+pub mod cross;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+/// True when `CUZK_REQUIRE_GPU=1`: GPU tests must run, not skip.
+pub fn gpu_required() -> bool {
+    std::env::var("CUZK_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// The GPU to test on (ordinal 0), or `None` after printing why the test is
+/// skipped.
+///
+/// # Panics
+/// When there is no usable GPU and `CUZK_REQUIRE_GPU=1`.
+pub fn gpu_or_skip(test: &str) -> Option<i32> {
+    match cuzk_field::gpu::device_count() {
+        Ok(n) if n > 0 => Some(0),
+        Ok(_) => skip(test, "the CUDA runtime reports 0 devices"),
+        Err(e) => skip(test, &e.to_string()),
+    }
+}
+
+fn skip(test: &str, why: &str) -> Option<i32> {
+    if gpu_required() {
+        panic!("{test}: CUZK_REQUIRE_GPU=1 but no GPU is usable: {why}");
+    }
+    eprintln!("SKIPPED {test}: no GPU ({why}); set CUZK_REQUIRE_GPU=1 to make this a failure");
+    None
+}
+
+/// A ChaCha20 generator with a fresh seed (or `CUZK_TEST_SEED` when set),
+/// printed so that a failure can be replayed.
+pub fn rng(test: &str) -> ChaCha20Rng {
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().next_u64());
+    eprintln!("{test}: CUZK_TEST_SEED={seed}");
+    ChaCha20Rng::seed_from_u64(seed)
+}

@@ -1,0 +1,180 @@
+//! Element types and their memory layout, shared by arkworks and the GPU.
+//!
+//! | type | bytes | layout (all limbs little-endian, Montgomery form) |
+//! |---|---|---|
+//! | [`Fr`] | 32 | 4 x u64 (= 8 x u32 on the GPU), R = 2^256 mod r |
+//! | [`Fp`] | 48 | 6 x u64 (= 12 x u32), R = 2^384 mod p |
+//! | [`Fp2`] | 96 | `c0 + c1*u`, u^2 = -1 |
+//! | [`G1Affine`] / [`G2Affine`] | 96 / 192 | `{x, y}`, identity = (0, 0) |
+//! | [`G1Projective`] / [`G2Projective`] | 144 / 288 | Jacobian `{x, y, z}`: (x/z^2, y/z^3), identity z = 0 |
+//! | [`G1Xyzz`] / [`G2Xyzz`] | 192 / 384 | `{x, y, zz, zzz}`: (x/zz, y/zzz), zz^3 = zzz^2, identity zz = 0 |
+//!
+//! The constants are BLS12-381's (IETF draft-irtf-cfrg-pairing-friendly-curves,
+//! section 4.2.1): r = 0x73eda753...00000001 (255 bits), p = 0x1a0111ea...aaab
+//! (381 bits), G1: y^2 = x^3 + 4 over Fp, G2: y^2 = x^3 + 4(u + 1) over Fp2.
+
+use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
+use ark_ec::AffineRepr;
+use ark_ff::{BigInt, Field, One, Zero};
+use std::mem::{align_of, offset_of, size_of};
+
+pub use ark_bls12_381::{
+    Fq as Fp, Fq2 as Fp2, Fr, G1Affine, G1Projective, G2Affine, G2Projective,
+};
+
+/// Types whose memory layout the CUDA device code reads and writes as is.
+///
+/// # Safety
+/// Implementors must be plain data with a layout fixed by this crate's
+/// compile-time assertions (size, alignment, field offsets), valid for every
+/// bit pattern the device code writes (field elements in Montgomery form
+/// below the modulus, points as documented in [`crate::layout`]).
+pub unsafe trait DeviceRepr: Copy + Send + Sync + 'static {}
+
+// SAFETY (all impls below): the layouts are asserted at compile time below;
+// the types are `Copy` plain data of field elements (or u64 limbs).
+unsafe impl DeviceRepr for Fr {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for Fp {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for Fp2 {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for G1Affine {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for G2Affine {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for G1Projective {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for G2Projective {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for G1Xyzz {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for G2Xyzz {}
+// SAFETY: see above; plain u64 limbs (exponents of `Op::Pow`).
+unsafe impl DeviceRepr for BigInt<4> {}
+// SAFETY: see above.
+unsafe impl DeviceRepr for BigInt<6> {}
+// SAFETY: raw bytes.
+unsafe impl DeviceRepr for u8 {}
+
+/// A short-Weierstrass point in XYZZ coordinates (Cohen, Miyaji, Ono 1998;
+/// the Explicit-Formulas Database, `g1p/auto-shortw-xyzz.html`): the affine
+/// point is (x/zz, y/zzz) with zz^3 = zzz^2; zz = 0 is the identity. Adding
+/// into XYZZ costs fewer multiplies than Jacobian, which is why MSM buckets
+/// accumulate in it. `#[repr(C)]`, four coordinates of the curve's base field.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Xyzz<P: SWCurveConfig> {
+    /// X coordinate.
+    pub x: P::BaseField,
+    /// Y coordinate.
+    pub y: P::BaseField,
+    /// ZZ = Z^2 of the matching Jacobian point.
+    pub zz: P::BaseField,
+    /// ZZZ = Z^3 of the matching Jacobian point.
+    pub zzz: P::BaseField,
+}
+
+/// G1 in XYZZ coordinates (192 bytes).
+pub type G1Xyzz = Xyzz<ark_bls12_381::g1::Config>;
+/// G2 in XYZZ coordinates (384 bytes).
+pub type G2Xyzz = Xyzz<ark_bls12_381::g2::Config>;
+
+impl<P: SWCurveConfig> Xyzz<P> {
+    /// The identity: (1, 1, 0, 0).
+    pub fn identity() -> Self {
+        let (one, zero) = (P::BaseField::one(), P::BaseField::zero());
+        Xyzz {
+            x: one,
+            y: one,
+            zz: zero,
+            zzz: zero,
+        }
+    }
+
+    /// True for the identity (zz = 0).
+    pub fn is_identity(&self) -> bool {
+        self.zz.is_zero()
+    }
+
+    /// The same point with (zz, zzz) = (l^2, l^3) for a nonzero `l`; all
+    /// representatives of a point are equal as group elements. For the
+    /// identity (or `l` = 0) returns the identity.
+    pub fn from_affine_scaled(p: &Affine<P>, l: P::BaseField) -> Self {
+        if p.is_zero() || l.is_zero() {
+            return Self::identity();
+        }
+        let zz = l.square();
+        let zzz = zz * l;
+        Xyzz {
+            x: p.x * zz,
+            y: p.y * zzz,
+            zz,
+            zzz,
+        }
+    }
+
+    /// The affine point (x/zz, y/zzz); one field inversion each.
+    pub fn to_affine(&self) -> Affine<P> {
+        if self.is_identity() {
+            return Affine::identity();
+        }
+        let (Some(izz), Some(izzz)) = (self.zz.inverse(), self.zzz.inverse()) else {
+            return Affine::identity();
+        };
+        Affine::new_unchecked(self.x * izz, self.y * izzz)
+    }
+
+    /// True when zz^3 = zzz^2 (a valid XYZZ representative) or the identity.
+    pub fn is_consistent(&self) -> bool {
+        self.is_identity() || self.zz.square() * self.zz == self.zzz.square()
+    }
+}
+
+impl<P: SWCurveConfig> Default for Xyzz<P> {
+    /// The identity.
+    fn default() -> Self {
+        Self::identity()
+    }
+}
+
+impl<P: SWCurveConfig> From<Affine<P>> for Xyzz<P> {
+    fn from(p: Affine<P>) -> Self {
+        Self::from_affine_scaled(&p, P::BaseField::one())
+    }
+}
+
+impl<P: SWCurveConfig> PartialEq for Xyzz<P> {
+    /// Equality as group elements (cross-multiplied, no inversion).
+    fn eq(&self, other: &Self) -> bool {
+        match (self.is_identity(), other.is_identity()) {
+            (true, true) => true,
+            (false, false) => {
+                self.x * other.zz == other.x * self.zz && self.y * other.zzz == other.y * self.zzz
+            }
+            _ => false,
+        }
+    }
+}
+impl<P: SWCurveConfig> Eq for Xyzz<P> {}
+
+// Compile-time layout checks: the CUDA headers rely on every one of these.
+const _: () = {
+    assert!(size_of::<Fr>() == 32 && align_of::<Fr>() == 8);
+    assert!(size_of::<Fp>() == 48 && align_of::<Fp>() == 8);
+    assert!(offset_of!(Fr, 0) == 0 && offset_of!(Fp, 0) == 0);
+    assert!(size_of::<Fp2>() == 96);
+    assert!(offset_of!(Fp2, c0) == 0 && offset_of!(Fp2, c1) == 48);
+    assert!(size_of::<G1Affine>() == 96);
+    assert!(offset_of!(G1Affine, x) == 0 && offset_of!(G1Affine, y) == 48);
+    assert!(size_of::<G2Affine>() == 192);
+    assert!(offset_of!(G2Affine, x) == 0 && offset_of!(G2Affine, y) == 96);
+    assert!(size_of::<G1Projective>() == 144);
+    assert!(offset_of!(G1Projective, x) == 0);
+    assert!(offset_of!(G1Projective, y) == 48 && offset_of!(G1Projective, z) == 96);
+    assert!(size_of::<G2Projective>() == 288);
+    assert!(offset_of!(G2Projective, x) == 0);
+    assert!(offset_of!(G2Projective, y) == 96 && offset_of!(G2Projective, z) == 192);
+    assert!(size_of::<G1Xyzz>() == 192 && size_of::<G2Xyzz>() == 384);
+    assert!(size_of::<BigInt<4>>() == 32 && size_of::<BigInt<6>>() == 48);
+};

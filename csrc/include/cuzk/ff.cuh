@@ -1,0 +1,471 @@
+/*
+ * Montgomery prime-field arithmetic for host and device, and the quadratic
+ * extension F[u]/(u^2 + 1).
+ *
+ * An element of MontField<P> is P::LIMBS 32-bit limbs, least significant
+ * first, holding a*R mod m with R = 2^(32*LIMBS) (Montgomery form). That is
+ * byte for byte the arkworks layout on a little-endian machine. Elements must
+ * be canonical (< m) on input, as arkworks keeps them; every operation
+ * returns a canonical element.
+ *
+ * P (see bls12_381.cuh) supplies:
+ *   LIMBS               number of 32-bit limbs N
+ *   INV                 -m^-1 mod 2^32
+ *   modulus(i), one(i), r2(i)   limb i of m, R mod m, R^2 mod m
+ * The modulus must leave the top bit of its top limb clear (m < 2^(32N-1));
+ * the multiplication below relies on it.
+ *
+ * Two implementations of three carry-chain primitives (mac_row, add_n,
+ * sub_n) sit under every operation:
+ *   - device (__CUDA_ARCH__): PTX with the hardware carry flag
+ *     (add.cc/addc, sub.cc/subc, mad.lo.cc/madc.hi...). Each chain is ONE asm
+ *     statement that starts with a carry-less instruction and consumes its
+ *     last carry itself, so no carry flag ever crosses an asm boundary (the
+ *     compiler does not preserve CC between asm statements). Every output is
+ *     early-clobber ("+&r"/"=&r"): a chain writes limb j before it reads
+ *     limb j+1 of its inputs, and without "&" nvcc may give an output the
+ *     register of an input that holds the same value (seen with nvcc 13.0).
+ *   - host: portable C++ that performs the same chains limb by limb with
+ *     uint64_t sums and drops the same carries, so host tests exercise the
+ *     same algorithm and the same no-carry-out claims.
+ * Everything above the primitives is shared source.
+ */
+#ifndef CUZK_FF_CUH
+#define CUZK_FF_CUH
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define CUZK_HD __host__ __device__
+#define CUZK_INLINE __forceinline__
+#define CUZK_UNROLL _Pragma("unroll")
+#else
+#define CUZK_HD
+#define CUZK_INLINE inline
+#define CUZK_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace cuzk {
+
+/* A plain (not Montgomery) little-endian integer of N 32-bit limbs, e.g. an
+ * exponent. */
+template <int N>
+struct BigInt {
+    uint32_t l[N];
+};
+
+namespace detail {
+
+#if defined(__CUDACC__)
+/* PTX carry chains, one specialisation per limb count used (8: Fr, 12: Fp).
+ * Operand numbering is spelled out in each comment. */
+template <int N>
+struct Ptx;
+
+template <>
+struct Ptx<8> {
+    /* t[0..8] += a[0..7] * b. %0..%8 = t, %9 = b, %10..%17 = a.
+     * Low halves of the products go into t[0..7] (carry into t[8]), then the
+     * high halves into t[1..8]; the final carry-out is zero (see mul). */
+    static __device__ __forceinline__ void mac_row(uint32_t (&t)[9], const uint32_t (&a)[8],
+                                                   uint32_t b) {
+        asm("mad.lo.cc.u32 %0, %10, %9, %0;\n\t"
+            "madc.lo.cc.u32 %1, %11, %9, %1;\n\t"
+            "madc.lo.cc.u32 %2, %12, %9, %2;\n\t"
+            "madc.lo.cc.u32 %3, %13, %9, %3;\n\t"
+            "madc.lo.cc.u32 %4, %14, %9, %4;\n\t"
+            "madc.lo.cc.u32 %5, %15, %9, %5;\n\t"
+            "madc.lo.cc.u32 %6, %16, %9, %6;\n\t"
+            "madc.lo.cc.u32 %7, %17, %9, %7;\n\t"
+            "addc.u32 %8, %8, 0;\n\t"
+            "mad.hi.cc.u32 %1, %10, %9, %1;\n\t"
+            "madc.hi.cc.u32 %2, %11, %9, %2;\n\t"
+            "madc.hi.cc.u32 %3, %12, %9, %3;\n\t"
+            "madc.hi.cc.u32 %4, %13, %9, %4;\n\t"
+            "madc.hi.cc.u32 %5, %14, %9, %5;\n\t"
+            "madc.hi.cc.u32 %6, %15, %9, %6;\n\t"
+            "madc.hi.cc.u32 %7, %16, %9, %7;\n\t"
+            "madc.hi.u32 %8, %17, %9, %8;"
+            : "+&r"(t[0]), "+&r"(t[1]), "+&r"(t[2]), "+&r"(t[3]), "+&r"(t[4]), "+&r"(t[5]),
+              "+&r"(t[6]), "+&r"(t[7]), "+&r"(t[8])
+            : "r"(b), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]),
+              "r"(a[6]), "r"(a[7]));
+    }
+
+    /* r += b mod 2^256 (carry-out dropped). %0..%7 = r, %8..%15 = b. */
+    static __device__ __forceinline__ void add_n(uint32_t (&r)[8], const uint32_t (&b)[8]) {
+        asm("add.cc.u32 %0, %0, %8;\n\t"
+            "addc.cc.u32 %1, %1, %9;\n\t"
+            "addc.cc.u32 %2, %2, %10;\n\t"
+            "addc.cc.u32 %3, %3, %11;\n\t"
+            "addc.cc.u32 %4, %4, %12;\n\t"
+            "addc.cc.u32 %5, %5, %13;\n\t"
+            "addc.cc.u32 %6, %6, %14;\n\t"
+            "addc.u32 %7, %7, %15;"
+            : "+&r"(r[0]), "+&r"(r[1]), "+&r"(r[2]), "+&r"(r[3]), "+&r"(r[4]), "+&r"(r[5]),
+              "+&r"(r[6]), "+&r"(r[7])
+            : "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]),
+              "r"(b[7]));
+    }
+
+    /* r -= b mod 2^256; returns 0xffffffff on borrow, else 0.
+     * %0..%7 = r, %8 = borrow mask, %9..%16 = b. */
+    static __device__ __forceinline__ uint32_t sub_n(uint32_t (&r)[8], const uint32_t (&b)[8]) {
+        uint32_t borrow;
+        asm("sub.cc.u32 %0, %0, %9;\n\t"
+            "subc.cc.u32 %1, %1, %10;\n\t"
+            "subc.cc.u32 %2, %2, %11;\n\t"
+            "subc.cc.u32 %3, %3, %12;\n\t"
+            "subc.cc.u32 %4, %4, %13;\n\t"
+            "subc.cc.u32 %5, %5, %14;\n\t"
+            "subc.cc.u32 %6, %6, %15;\n\t"
+            "subc.cc.u32 %7, %7, %16;\n\t"
+            "subc.u32 %8, 0, 0;"
+            : "+&r"(r[0]), "+&r"(r[1]), "+&r"(r[2]), "+&r"(r[3]), "+&r"(r[4]), "+&r"(r[5]),
+              "+&r"(r[6]), "+&r"(r[7]), "=&r"(borrow)
+            : "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]),
+              "r"(b[7]));
+        return borrow;
+    }
+};
+
+template <>
+struct Ptx<12> {
+    /* t[0..12] += a[0..11] * b. %0..%12 = t, %13 = b, %14..%25 = a. */
+    static __device__ __forceinline__ void mac_row(uint32_t (&t)[13], const uint32_t (&a)[12],
+                                                   uint32_t b) {
+        asm("mad.lo.cc.u32 %0, %14, %13, %0;\n\t"
+            "madc.lo.cc.u32 %1, %15, %13, %1;\n\t"
+            "madc.lo.cc.u32 %2, %16, %13, %2;\n\t"
+            "madc.lo.cc.u32 %3, %17, %13, %3;\n\t"
+            "madc.lo.cc.u32 %4, %18, %13, %4;\n\t"
+            "madc.lo.cc.u32 %5, %19, %13, %5;\n\t"
+            "madc.lo.cc.u32 %6, %20, %13, %6;\n\t"
+            "madc.lo.cc.u32 %7, %21, %13, %7;\n\t"
+            "madc.lo.cc.u32 %8, %22, %13, %8;\n\t"
+            "madc.lo.cc.u32 %9, %23, %13, %9;\n\t"
+            "madc.lo.cc.u32 %10, %24, %13, %10;\n\t"
+            "madc.lo.cc.u32 %11, %25, %13, %11;\n\t"
+            "addc.u32 %12, %12, 0;\n\t"
+            "mad.hi.cc.u32 %1, %14, %13, %1;\n\t"
+            "madc.hi.cc.u32 %2, %15, %13, %2;\n\t"
+            "madc.hi.cc.u32 %3, %16, %13, %3;\n\t"
+            "madc.hi.cc.u32 %4, %17, %13, %4;\n\t"
+            "madc.hi.cc.u32 %5, %18, %13, %5;\n\t"
+            "madc.hi.cc.u32 %6, %19, %13, %6;\n\t"
+            "madc.hi.cc.u32 %7, %20, %13, %7;\n\t"
+            "madc.hi.cc.u32 %8, %21, %13, %8;\n\t"
+            "madc.hi.cc.u32 %9, %22, %13, %9;\n\t"
+            "madc.hi.cc.u32 %10, %23, %13, %10;\n\t"
+            "madc.hi.cc.u32 %11, %24, %13, %11;\n\t"
+            "madc.hi.u32 %12, %25, %13, %12;"
+            : "+&r"(t[0]), "+&r"(t[1]), "+&r"(t[2]), "+&r"(t[3]), "+&r"(t[4]), "+&r"(t[5]),
+              "+&r"(t[6]), "+&r"(t[7]), "+&r"(t[8]), "+&r"(t[9]), "+&r"(t[10]), "+&r"(t[11]),
+              "+&r"(t[12])
+            : "r"(b), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]),
+              "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]));
+    }
+
+    /* r += b mod 2^384 (carry-out dropped). %0..%11 = r, %12..%23 = b. */
+    static __device__ __forceinline__ void add_n(uint32_t (&r)[12], const uint32_t (&b)[12]) {
+        asm("add.cc.u32 %0, %0, %12;\n\t"
+            "addc.cc.u32 %1, %1, %13;\n\t"
+            "addc.cc.u32 %2, %2, %14;\n\t"
+            "addc.cc.u32 %3, %3, %15;\n\t"
+            "addc.cc.u32 %4, %4, %16;\n\t"
+            "addc.cc.u32 %5, %5, %17;\n\t"
+            "addc.cc.u32 %6, %6, %18;\n\t"
+            "addc.cc.u32 %7, %7, %19;\n\t"
+            "addc.cc.u32 %8, %8, %20;\n\t"
+            "addc.cc.u32 %9, %9, %21;\n\t"
+            "addc.cc.u32 %10, %10, %22;\n\t"
+            "addc.u32 %11, %11, %23;"
+            : "+&r"(r[0]), "+&r"(r[1]), "+&r"(r[2]), "+&r"(r[3]), "+&r"(r[4]), "+&r"(r[5]),
+              "+&r"(r[6]), "+&r"(r[7]), "+&r"(r[8]), "+&r"(r[9]), "+&r"(r[10]), "+&r"(r[11])
+            : "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]),
+              "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]));
+    }
+
+    /* r -= b mod 2^384; returns 0xffffffff on borrow, else 0.
+     * %0..%11 = r, %12 = borrow mask, %13..%24 = b. */
+    static __device__ __forceinline__ uint32_t sub_n(uint32_t (&r)[12], const uint32_t (&b)[12]) {
+        uint32_t borrow;
+        asm("sub.cc.u32 %0, %0, %13;\n\t"
+            "subc.cc.u32 %1, %1, %14;\n\t"
+            "subc.cc.u32 %2, %2, %15;\n\t"
+            "subc.cc.u32 %3, %3, %16;\n\t"
+            "subc.cc.u32 %4, %4, %17;\n\t"
+            "subc.cc.u32 %5, %5, %18;\n\t"
+            "subc.cc.u32 %6, %6, %19;\n\t"
+            "subc.cc.u32 %7, %7, %20;\n\t"
+            "subc.cc.u32 %8, %8, %21;\n\t"
+            "subc.cc.u32 %9, %9, %22;\n\t"
+            "subc.cc.u32 %10, %10, %23;\n\t"
+            "subc.cc.u32 %11, %11, %24;\n\t"
+            "subc.u32 %12, 0, 0;"
+            : "+&r"(r[0]), "+&r"(r[1]), "+&r"(r[2]), "+&r"(r[3]), "+&r"(r[4]), "+&r"(r[5]),
+              "+&r"(r[6]), "+&r"(r[7]), "+&r"(r[8]), "+&r"(r[9]), "+&r"(r[10]), "+&r"(r[11]),
+              "=&r"(borrow)
+            : "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]),
+              "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]));
+        return borrow;
+    }
+};
+#endif /* __CUDACC__ */
+
+/* t[0..N] += a[0..N-1] * b, as two carry chains: the low 32 bits of each
+ * product a[j]*b into t[j] (final carry into t[N]), then the high 32 bits
+ * into t[j+1] (final carry dropped). The caller guarantees the sum fits in
+ * N+1 limbs, so nothing is lost. */
+template <int N>
+CUZK_HD CUZK_INLINE void mac_row(uint32_t (&t)[N + 1], const uint32_t (&a)[N], uint32_t b) {
+#ifdef __CUDA_ARCH__
+    Ptx<N>::mac_row(t, a, b);
+#else
+    uint32_t carry = 0;
+    for (int j = 0; j < N; ++j) {
+        const uint64_t s = (uint64_t)t[j] + (uint32_t)((uint64_t)a[j] * b) + carry;
+        t[j] = (uint32_t)s;
+        carry = (uint32_t)(s >> 32);
+    }
+    t[N] += carry;
+    carry = 0;
+    for (int j = 0; j < N; ++j) {
+        const uint64_t s = (uint64_t)t[j + 1] + (uint32_t)(((uint64_t)a[j] * b) >> 32) + carry;
+        t[j + 1] = (uint32_t)s;
+        carry = (uint32_t)(s >> 32);
+    }
+#endif
+}
+
+/* r += b mod 2^(32N). */
+template <int N>
+CUZK_HD CUZK_INLINE void add_n(uint32_t (&r)[N], const uint32_t (&b)[N]) {
+#ifdef __CUDA_ARCH__
+    Ptx<N>::add_n(r, b);
+#else
+    uint32_t carry = 0;
+    for (int j = 0; j < N; ++j) {
+        const uint64_t s = (uint64_t)r[j] + b[j] + carry;
+        r[j] = (uint32_t)s;
+        carry = (uint32_t)(s >> 32);
+    }
+#endif
+}
+
+/* r -= b mod 2^(32N); returns 0xffffffff if it borrowed (r < b), else 0. */
+template <int N>
+CUZK_HD CUZK_INLINE uint32_t sub_n(uint32_t (&r)[N], const uint32_t (&b)[N]) {
+#ifdef __CUDA_ARCH__
+    return Ptx<N>::sub_n(r, b);
+#else
+    uint32_t borrow = 0; /* 0 or 1 */
+    for (int j = 0; j < N; ++j) {
+        const uint64_t d = (uint64_t)r[j] - b[j] - borrow;
+        r[j] = (uint32_t)d;
+        borrow = (uint32_t)(d >> 63);
+    }
+    return 0u - borrow;
+#endif
+}
+
+} // namespace detail
+
+template <class P>
+struct MontField {
+    static constexpr int N = P::LIMBS;
+    uint32_t l[N];
+
+    CUZK_HD CUZK_INLINE static MontField zero() {
+        MontField r;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) r.l[i] = 0;
+        return r;
+    }
+    /* 1 in Montgomery form: R mod m. */
+    CUZK_HD CUZK_INLINE static MontField one() {
+        MontField r;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) r.l[i] = P::one(i);
+        return r;
+    }
+    /* R^2 mod m: to_montgomery(x) = x * r2() for a plain x < m held in l[]. */
+    CUZK_HD CUZK_INLINE static MontField r2() {
+        MontField r;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) r.l[i] = P::r2(i);
+        return r;
+    }
+    /* The modulus m itself (not a field element). */
+    CUZK_HD CUZK_INLINE static MontField modulus() {
+        MontField r;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) r.l[i] = P::modulus(i);
+        return r;
+    }
+
+    CUZK_HD CUZK_INLINE bool is_zero() const {
+        uint32_t acc = 0;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) acc |= l[i];
+        return acc == 0;
+    }
+    CUZK_HD CUZK_INLINE friend bool operator==(const MontField& a, const MontField& b) {
+        uint32_t acc = 0;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) acc |= a.l[i] ^ b.l[i];
+        return acc == 0;
+    }
+    CUZK_HD CUZK_INLINE friend bool operator!=(const MontField& a, const MontField& b) {
+        return !(a == b);
+    }
+
+    /* x - m if x >= m, else x; for x < 2m. */
+    CUZK_HD CUZK_INLINE static MontField reduce_once(const MontField& x) {
+        MontField s = x;
+        const uint32_t borrow = detail::sub_n<N>(s.l, modulus().l);
+        MontField r;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) r.l[i] = (x.l[i] & borrow) | (s.l[i] & ~borrow);
+        return r;
+    }
+
+    /* a + b < 2m < 2^(32N): the sum never carries out of the top limb. */
+    CUZK_HD CUZK_INLINE friend MontField operator+(const MontField& a, const MontField& b) {
+        MontField r = a;
+        detail::add_n<N>(r.l, b.l);
+        return reduce_once(r);
+    }
+    /* a - b, plus m when it borrowed (the add then wraps mod 2^(32N)). */
+    CUZK_HD CUZK_INLINE friend MontField operator-(const MontField& a, const MontField& b) {
+        MontField r = a;
+        const uint32_t borrow = detail::sub_n<N>(r.l, b.l);
+        MontField m = modulus();
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) m.l[i] &= borrow;
+        detail::add_n<N>(r.l, m.l);
+        return r;
+    }
+    /* m - a, or 0 for a = 0. */
+    CUZK_HD CUZK_INLINE friend MontField operator-(const MontField& a) {
+        MontField r = modulus();
+        detail::sub_n<N>(r.l, a.l);
+        const uint32_t keep = a.is_zero() ? 0u : ~0u;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) r.l[i] &= keep;
+        return r;
+    }
+    CUZK_HD CUZK_INLINE MontField dbl() const { return *this + *this; }
+
+    /* Montgomery product a*b*R^-1 mod m by CIOS (Coarsely Integrated Operand
+     * Scanning; C. K. Koc, T. Acar, B. S. Kaliski Jr., "Analyzing and
+     * comparing Montgomery multiplication algorithms", IEEE Micro 16(3),
+     * 1996), with the accumulator cut to N+1 limbs because m < 2^(32N-1):
+     * the observation behind the "no-carry" CIOS of the gnark-crypto authors
+     * ("Faster big-integer modular multiplication for most moduli", 2020,
+     * https://hackmd.io/@gnark/modular_multiplication).
+     *
+     * Bound, with W = 2^32 and a, b < m: t < 2m at the top of every
+     * iteration; t + a*b_i < 2m + (W-1)m and t + a*b_i + q*m < 2Wm < W^(N+1)
+     * (as 2m < W^N), so both rows fit in t[0..N] and every chain's final
+     * carry-out is zero; after the division by W, t < 2m again. One
+     * conditional subtraction gives the canonical result. */
+    CUZK_HD CUZK_INLINE friend MontField operator*(const MontField& a, const MontField& b) {
+        const MontField m = modulus();
+        uint32_t t[N + 1];
+        CUZK_UNROLL
+        for (int j = 0; j <= N; ++j) t[j] = 0;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) {
+            detail::mac_row<N>(t, a.l, b.l[i]);  /* t += a * b_i */
+            const uint32_t q = t[0] * P::INV;   /* t + q*m = 0 mod W */
+            detail::mac_row<N>(t, m.l, q);      /* t += q * m; t[0] = 0 */
+            CUZK_UNROLL
+            for (int j = 0; j < N; ++j) t[j] = t[j + 1]; /* t /= W */
+            t[N] = 0;
+        }
+        MontField r;
+        CUZK_UNROLL
+        for (int j = 0; j < N; ++j) r.l[j] = t[j];
+        return reduce_once(r);
+    }
+    CUZK_HD CUZK_INLINE MontField sqr() const { return *this * *this; }
+
+    /* this^e for a plain little-endian integer e (left-to-right binary
+     * square-and-multiply; not constant-time). 0^0 = 1. */
+    CUZK_HD CUZK_INLINE MontField pow(const BigInt<N>& e) const {
+        MontField r = one();
+        for (int w = N - 1; w >= 0; --w) {
+            /* e.l[w] without a run-time index into e (which would put e in
+             * local memory on the GPU). */
+            uint32_t word = 0;
+            CUZK_UNROLL
+            for (int k = 0; k < N; ++k) word = (k == w) ? e.l[k] : word;
+            for (int bit = 31; bit >= 0; --bit) {
+                r = r.sqr();
+                if ((word >> bit) & 1u) r = r * *this;
+            }
+        }
+        return r;
+    }
+
+    /* this^-1 by Fermat's little theorem, this^(m-2); 0 maps to 0. */
+    CUZK_HD CUZK_INLINE MontField inverse() const {
+        BigInt<N> e;
+        CUZK_UNROLL
+        for (int i = 0; i < N; ++i) e.l[i] = P::modulus(i);
+        const uint32_t two[N] = {2};
+        detail::sub_n<N>(e.l, two);
+        return pow(e);
+    }
+};
+
+/* The quadratic extension F[u]/(u^2 + 1): c0 + c1*u, layout {c0, c1} (the
+ * arkworks Fp2 layout). Valid when -1 is a non-square in F (p = 3 mod 4). */
+template <class F>
+struct QuadExt {
+    F c0, c1;
+
+    CUZK_HD CUZK_INLINE static QuadExt zero() { return {F::zero(), F::zero()}; }
+    CUZK_HD CUZK_INLINE static QuadExt one() { return {F::one(), F::zero()}; }
+
+    CUZK_HD CUZK_INLINE bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    CUZK_HD CUZK_INLINE friend bool operator==(const QuadExt& a, const QuadExt& b) {
+        return a.c0 == b.c0 && a.c1 == b.c1;
+    }
+    CUZK_HD CUZK_INLINE friend bool operator!=(const QuadExt& a, const QuadExt& b) {
+        return !(a == b);
+    }
+
+    CUZK_HD CUZK_INLINE friend QuadExt operator+(const QuadExt& a, const QuadExt& b) {
+        return {a.c0 + b.c0, a.c1 + b.c1};
+    }
+    CUZK_HD CUZK_INLINE friend QuadExt operator-(const QuadExt& a, const QuadExt& b) {
+        return {a.c0 - b.c0, a.c1 - b.c1};
+    }
+    CUZK_HD CUZK_INLINE friend QuadExt operator-(const QuadExt& a) { return {-a.c0, -a.c1}; }
+    CUZK_HD CUZK_INLINE QuadExt dbl() const { return {c0.dbl(), c1.dbl()}; }
+
+    /* Karatsuba, 3 base multiplications:
+     * c0 = a0 b0 - a1 b1, c1 = (a0 + a1)(b0 + b1) - a0 b0 - a1 b1. */
+    CUZK_HD CUZK_INLINE friend QuadExt operator*(const QuadExt& a, const QuadExt& b) {
+        const F v0 = a.c0 * b.c0;
+        const F v1 = a.c1 * b.c1;
+        const F s = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {v0 - v1, s - v0 - v1};
+    }
+    /* Complex squaring, 2 base multiplications:
+     * c0 = (a0 + a1)(a0 - a1), c1 = 2 a0 a1. */
+    CUZK_HD CUZK_INLINE QuadExt sqr() const {
+        return {(c0 + c1) * (c0 - c1), (c0 * c1).dbl()};
+    }
+    /* (c0 - c1 u) / (c0^2 + c1^2); 0 maps to 0 (the norm's inverse is 0). */
+    CUZK_HD CUZK_INLINE QuadExt inverse() const {
+        const F t = (c0.sqr() + c1.sqr()).inverse();
+        return {c0 * t, -(c1 * t)};
+    }
+};
+
+} // namespace cuzk
+
+#endif /* CUZK_FF_CUH */
