@@ -5,7 +5,7 @@
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
-use ark_ff::{AdditiveGroup, BigInt, Field, PrimeField, UniformRand};
+use ark_ff::{AdditiveGroup, BigInt, Field, MontBackend, MontConfig, PrimeField, UniformRand};
 use cuzk_field::{ops, Backend, DeviceRepr, Fp, Fp2, Fr, Kind, Op, Xyzz};
 use rand::Rng;
 use std::fmt::Debug;
@@ -51,8 +51,8 @@ pub const ALL_OPS: &[(Kind, Op)] = &[
 /// of cases checked, or a description of the first mismatch.
 pub fn cross_check<R: Rng>(backend: Backend, kind: Kind, op: Op, rng: &mut R, n_random: usize) -> Result<usize, String> {
     match kind {
-        Kind::Fr => field_case::<Fr, _>(backend, kind, op, rng, n_random, &prime_edges::<Fr, 4>()),
-        Kind::Fp => field_case::<Fp, _>(backend, kind, op, rng, n_random, &prime_edges::<Fp, 6>()),
+        Kind::Fr => field_case::<Fr, _>(backend, kind, op, rng, n_random, &prime_edges::<ark_bls12_381::FrConfig, 4>()),
+        Kind::Fp => field_case::<Fp, _>(backend, kind, op, rng, n_random, &prime_edges::<ark_bls12_381::FqConfig, 6>()),
         Kind::Fp2 => field_case::<Fp2, _>(backend, kind, op, rng, n_random, &fp2_edges()),
         Kind::G1 => point_case::<ark_bls12_381::g1::Config, _>(backend, kind, op, rng, n_random),
         Kind::G2 => point_case::<ark_bls12_381::g2::Config, _>(backend, kind, op, rng, n_random),
@@ -62,18 +62,19 @@ pub fn cross_check<R: Rng>(backend: Backend, kind: Kind, op: Op, rng: &mut R, n_
 /// Edge values of a prime field: 0, 1, 2, -1 (m - 1), -2, (m - 1)/2, and
 /// the raw Montgomery encodings 1 and m - 1 (the smallest and largest
 /// canonical limb patterns).
-pub fn prime_edges<F: PrimeField<BigInt = BigInt<N>>, const N: usize>() -> Vec<F> {
-    let mut m1 = F::MODULUS;
+pub fn prime_edges<T: MontConfig<N>, const N: usize>() -> Vec<ark_ff::Fp<MontBackend<T, N>, N>> {
+    type F<T, const N: usize> = ark_ff::Fp<MontBackend<T, N>, N>;
+    let mut m1 = T::MODULUS;
     m1.0[0] -= 1; // odd modulus: no borrow
     let mut raw_one = BigInt::<N>::zero_();
     raw_one.0[0] = 1;
     vec![
-        F::ZERO,
+        F::<T, N>::ZERO,
         F::ONE,
         F::from(2u64),
-        -F::ONE,
-        -F::from(2u64),
-        F::from(F::MODULUS_MINUS_ONE_DIV_TWO),
+        -F::<T, N>::ONE,
+        -F::<T, N>::from(2u64),
+        F::from(F::<T, N>::MODULUS_MINUS_ONE_DIV_TWO),
         F::new_unchecked(raw_one),
         F::new_unchecked(m1),
     ]
@@ -91,7 +92,7 @@ impl<const N: usize> ZeroBig for BigInt<N> {
 /// Edge values of Fp2: pairs of Fp edges, u, and 1 + u (the G2 twist's
 /// nonresidue).
 pub fn fp2_edges() -> Vec<Fp2> {
-    let e = prime_edges::<Fp, 6>();
+    let e = prime_edges::<ark_bls12_381::FqConfig, 6>();
     let mut v = vec![Fp2::new(Fp::ZERO, Fp::ONE), Fp2::new(Fp::ONE, Fp::ONE)];
     for (i, &c0) in e.iter().enumerate() {
         v.push(Fp2::new(c0, e[(i + 3) % e.len()]));
@@ -235,6 +236,24 @@ fn nonzero<F: Field, R: Rng>(rng: &mut R) -> F {
     }
 }
 
+/// `n` random points of the prime-order subgroup: a few drawn with
+/// `UniformRand` (costly on G2: cofactor clearing), then a random walk over
+/// them (one addition each), normalized in one batch.
+pub fn random_points<P: SWCurveConfig, R: Rng>(rng: &mut R, n: usize) -> Vec<Affine<P>> {
+    let seeds: Vec<Affine<P>> = (0..8).map(|_| Affine::rand(rng)).collect();
+    let mut acc = Projective::<P>::from(seeds[0]);
+    let walk: Vec<Projective<P>> = (0..n)
+        .map(|_| {
+            acc += seeds[rng.gen_range(0..seeds.len())];
+            if rng.gen_ratio(1, 4) {
+                acc.double_in_place();
+            }
+            acc
+        })
+        .collect();
+    Projective::normalize_batch(&walk)
+}
+
 fn point_case<P: SWCurveConfig, R: Rng>(backend: Backend, kind: Kind, op: Op, rng: &mut R, n: usize) -> Result<usize, String>
 where
     Affine<P>: DeviceRepr,
@@ -246,12 +265,14 @@ where
     let q = Affine::<P>::rand(rng);
     let o = Affine::<P>::identity();
     // Operand pairs as affine points: identity with itself and others,
-    // P == Q, P == -Q, the generator, then random pairs.
+    // P == Q, P == -Q, the generator, then random pairs (one in eight equal).
     let mut pa = vec![o, o, p, p, p, p, g.into_affine(), (g.double()).into_affine()];
     let mut pb = vec![o, p, o, p, -p, q, g.into_affine(), -(g.into_affine())];
-    for _ in 0..n {
-        pa.push(Affine::rand(rng));
-        pb.push(if rng.gen_ratio(1, 8) { pa[pa.len() - 1] } else { Affine::rand(rng) });
+    let ra = random_points::<P, R>(rng, n);
+    let rb = random_points::<P, R>(rng, n);
+    for i in 0..n {
+        pa.push(ra[i]);
+        pb.push(if rng.gen_ratio(1, 8) { ra[i] } else { rb[i] });
     }
     let want_add = |i: usize| (pa[i] + pb[i]).into_affine();
     let want_dbl = |i: usize| (pa[i] + pa[i]).into_affine();

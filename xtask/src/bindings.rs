@@ -21,10 +21,16 @@ struct Binding {
 }
 
 /// Every header with a generated Rust counterpart.
-const BINDINGS: &[Binding] = &[Binding {
-    header: "csrc/include/cuzk/field.h",
-    output: "crates/field/src/sys.rs",
-}];
+const BINDINGS: &[Binding] = &[
+    Binding {
+        header: "csrc/include/cuzk/field.h",
+        output: "crates/field/src/sys.rs",
+    },
+    Binding {
+        header: "csrc/include/cuzk/alloc.h",
+        output: "crates/alloc/src/sys.rs",
+    },
+];
 
 /// Runs bindgen on one header and returns the formatted Rust source.
 fn generate(b: &Binding) -> Result<String> {

@@ -293,6 +293,17 @@ impl Cuda {
         Cuda { toolkit }
     }
 
+    /// As [`Cuda::detect`], for crates that depend on `cuzk-field`: when the
+    /// field layer was built CPU-only (`DEP_CUZK_FIELD_CUDA=0`) this crate is
+    /// too, silently (the field layer already printed the one warning).
+    pub fn detect_after_field(crate_name: &str) -> Cuda {
+        if std::env::var("DEP_CUZK_FIELD_CUDA").is_ok_and(|v| v == "0") {
+            println!("cargo::rustc-check-cfg=cfg(cuzk_cuda)");
+            return Cuda { toolkit: None };
+        }
+        Cuda::detect(crate_name)
+    }
+
     /// The toolkit, when CUDA is being compiled.
     pub fn toolkit(&self) -> Option<&Toolkit> {
         self.toolkit.as_ref()

@@ -38,24 +38,31 @@ pub enum Error {
 impl Error {
     /// Turns a native status into `Ok(())` or the matching error.
     pub(crate) fn check(status: sys::cuzk_status) -> Result<()> {
-        let bytes: Vec<u8> = status
-            .message
+        Self::from_status(status.code, status.cuda_error, &status.message)
+    }
+
+    /// Turns the parts of a native `cuzk_status` (any cuzk crate's bindings:
+    /// code, CUDA error number, NUL-terminated message) into `Ok(())` or the
+    /// matching error. For cuzk's own crates; not a stable interface.
+    #[doc(hidden)]
+    pub fn from_status(code: i32, cuda_error: i32, message: &[std::ffi::c_char]) -> Result<()> {
+        let bytes: Vec<u8> = message
             .iter()
             .take_while(|&&c| c != 0)
             .map(|&c| c as u8)
             .collect();
         let message = String::from_utf8_lossy(&bytes).into_owned();
-        Err(match status.code as u32 {
+        Err(match code as u32 {
             sys::CUZK_OK => return Ok(()),
             sys::CUZK_ERR_INVALID_ARGUMENT => Error::InvalidArgument(message),
             sys::CUZK_ERR_NO_CUDA_BUILD => Error::NoCudaBuild(message),
             sys::CUZK_ERR_NO_DEVICE => Error::NoDevice(message),
             sys::CUZK_ERR_CUDA => Error::Cuda {
-                code: status.cuda_error,
+                code: cuda_error,
                 message,
             },
             sys::CUZK_ERR_OUT_OF_MEMORY => Error::OutOfMemory(message),
-            _ => Error::Internal(format!("status {}: {message}", status.code)),
+            _ => Error::Internal(format!("status {code}: {message}")),
         })
     }
 

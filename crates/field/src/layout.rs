@@ -13,7 +13,7 @@
 //! section 4.2.1): r = 0x73eda753...00000001 (255 bits), p = 0x1a0111ea...aaab
 //! (381 bits), G1: y^2 = x^3 + 4 over Fp, G2: y^2 = x^3 + 4(u + 1) over Fp2.
 
-use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
+use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::AffineRepr;
 use ark_ff::{BigInt, Field, One, Zero};
 use std::mem::{align_of, offset_of, size_of};
@@ -39,13 +39,13 @@ unsafe impl DeviceRepr for Fp {}
 // SAFETY: see above.
 unsafe impl DeviceRepr for Fp2 {}
 // SAFETY: see above.
-unsafe impl DeviceRepr for G1Affine {}
+unsafe impl DeviceRepr for Affine<ark_bls12_381::g1::Config> {}
 // SAFETY: see above.
-unsafe impl DeviceRepr for G2Affine {}
+unsafe impl DeviceRepr for Affine<ark_bls12_381::g2::Config> {}
 // SAFETY: see above.
-unsafe impl DeviceRepr for G1Projective {}
+unsafe impl DeviceRepr for Projective<ark_bls12_381::g1::Config> {}
 // SAFETY: see above.
-unsafe impl DeviceRepr for G2Projective {}
+unsafe impl DeviceRepr for Projective<ark_bls12_381::g2::Config> {}
 // SAFETY: see above.
 unsafe impl DeviceRepr for G1Xyzz {}
 // SAFETY: see above.
@@ -63,7 +63,6 @@ unsafe impl DeviceRepr for u8 {}
 /// into XYZZ costs fewer multiplies than Jacobian, which is why MSM buckets
 /// accumulate in it. `#[repr(C)]`, four coordinates of the curve's base field.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
 pub struct Xyzz<P: SWCurveConfig> {
     /// X coordinate.
     pub x: P::BaseField,
@@ -128,6 +127,24 @@ impl<P: SWCurveConfig> Xyzz<P> {
     /// True when zz^3 = zzz^2 (a valid XYZZ representative) or the identity.
     pub fn is_consistent(&self) -> bool {
         self.is_identity() || self.zz.square() * self.zz == self.zzz.square()
+    }
+}
+
+// Manual impls: derives would demand `P: Copy` of the curve marker type.
+impl<P: SWCurveConfig> Clone for Xyzz<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: SWCurveConfig> Copy for Xyzz<P> {}
+impl<P: SWCurveConfig> std::fmt::Debug for Xyzz<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Xyzz")
+            .field("x", &self.x)
+            .field("y", &self.y)
+            .field("zz", &self.zz)
+            .field("zzz", &self.zzz)
+            .finish()
     }
 }
 

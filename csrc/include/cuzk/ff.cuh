@@ -273,6 +273,7 @@ CUZK_HD CUZK_INLINE uint32_t sub_n(uint32_t (&r)[N], const uint32_t (&b)[N]) {
 
 template <class P>
 struct MontField {
+    using Params = P;
     static constexpr int N = P::LIMBS;
     uint32_t l[N];
 

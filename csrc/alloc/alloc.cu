@@ -1,0 +1,252 @@
+// cuzk allocator layer: checked wrappers over the CUDA runtime's memory
+// calls (see include/cuzk/alloc.h). Policy lives in Rust (crates/alloc).
+#include <cuda_runtime.h>
+
+#include "cuzk/alloc.h"
+#include "cuzk/cuda_status.cuh"
+
+using cuzk::guard;
+using cuzk::ok;
+
+#define CUZK_NEED(cond, msg) \
+    if (!(cond)) return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s", msg)
+
+extern "C" {
+
+cuzk_status cuzk_mem_get_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+    return guard("cuzk_mem_get_info", [&]() -> cuzk_status {
+        CUZK_NEED(free_bytes && total_bytes, "cuzk_mem_get_info: null out-pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        size_t f = 0, t = 0;
+        CUZK_CUDA_TRY(cudaMemGetInfo(&f, &t));
+        *free_bytes = f;
+        *total_bytes = t;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_malloc(int32_t device, uint64_t bytes, void** ptr) {
+    return guard("cuzk_malloc", [&]() -> cuzk_status {
+        CUZK_NEED(ptr, "cuzk_malloc: null out-pointer");
+        *ptr = nullptr;
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaMalloc(ptr, bytes));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_free(int32_t device, void* ptr) {
+    return guard("cuzk_free", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaFree(ptr));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_malloc_async(int32_t device, uint64_t bytes, void* pool, void* stream, void** ptr) {
+    return guard("cuzk_malloc_async", [&]() -> cuzk_status {
+        CUZK_NEED(ptr, "cuzk_malloc_async: null out-pointer");
+        *ptr = nullptr;
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        if (pool) {
+            CUZK_CUDA_TRY(cudaMallocFromPoolAsync(ptr, bytes, (cudaMemPool_t)pool, (cudaStream_t)stream));
+        } else {
+            CUZK_CUDA_TRY(cudaMallocAsync(ptr, bytes, (cudaStream_t)stream));
+        }
+        return ok();
+    });
+}
+
+cuzk_status cuzk_free_async(int32_t device, void* ptr, void* stream) {
+    return guard("cuzk_free_async", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaFreeAsync(ptr, (cudaStream_t)stream));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_pool_default(int32_t device, void** pool) {
+    return guard("cuzk_pool_default", [&]() -> cuzk_status {
+        CUZK_NEED(pool, "cuzk_pool_default: null out-pointer");
+        cudaMemPool_t p = nullptr;
+        CUZK_CUDA_TRY(cudaDeviceGetDefaultMemPool(&p, device));
+        *pool = (void*)p;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_pool_create(int32_t device, uint64_t release_threshold, void** pool) {
+    return guard("cuzk_pool_create", [&]() -> cuzk_status {
+        CUZK_NEED(pool, "cuzk_pool_create: null out-pointer");
+        cudaMemPoolProps props = {};
+        props.allocType = cudaMemAllocationTypePinned;
+        props.handleTypes = cudaMemHandleTypeNone;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = device;
+        cudaMemPool_t p = nullptr;
+        CUZK_CUDA_TRY(cudaMemPoolCreate(&p, &props));
+        unsigned long long t = release_threshold;
+        cudaError_t e = cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &t);
+        if (e != cudaSuccess) {
+            cudaMemPoolDestroy(p);
+            return cuzk::cuda_status(e, "cudaMemPoolSetAttribute(ReleaseThreshold)");
+        }
+        *pool = (void*)p;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_pool_destroy(int32_t device, void* pool) {
+    return guard("cuzk_pool_destroy", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaMemPoolDestroy((cudaMemPool_t)pool));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_pool_set_release_threshold(int32_t device, void* pool, uint64_t bytes) {
+    return guard("cuzk_pool_set_release_threshold", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        unsigned long long t = bytes;
+        CUZK_CUDA_TRY(cudaMemPoolSetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrReleaseThreshold, &t));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_pool_trim(int32_t device, void* pool, uint64_t keep_bytes) {
+    return guard("cuzk_pool_trim", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaMemPoolTrimTo((cudaMemPool_t)pool, keep_bytes));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_pool_usage(int32_t device, void* pool, uint64_t* reserved_bytes, uint64_t* used_bytes) {
+    return guard("cuzk_pool_usage", [&]() -> cuzk_status {
+        CUZK_NEED(reserved_bytes && used_bytes, "cuzk_pool_usage: null out-pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        unsigned long long r = 0, u = 0;
+        CUZK_CUDA_TRY(cudaMemPoolGetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrReservedMemCurrent, &r));
+        CUZK_CUDA_TRY(cudaMemPoolGetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrUsedMemCurrent, &u));
+        *reserved_bytes = r;
+        *used_bytes = u;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_malloc_managed(int32_t device, uint64_t bytes, void* stream, void** ptr) {
+    return guard("cuzk_malloc_managed", [&]() -> cuzk_status {
+        CUZK_NEED(ptr, "cuzk_malloc_managed: null out-pointer");
+        *ptr = nullptr;
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        void* p = nullptr;
+        CUZK_CUDA_TRY(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+        cudaMemLocation loc = {};
+        loc.type = cudaMemLocationTypeDevice;
+        loc.id = device;
+        cudaError_t e = cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, loc);
+        if (e == cudaSuccess) e = cudaMemPrefetchAsync(p, bytes, loc, 0, (cudaStream_t)stream);
+        if (e != cudaSuccess) {
+            cudaFree(p);
+            return cuzk::cuda_status(e, "cudaMemAdvise/cudaMemPrefetchAsync (managed)");
+        }
+        *ptr = p;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_host_alloc(uint64_t bytes, void** ptr) {
+    return guard("cuzk_host_alloc", [&]() -> cuzk_status {
+        CUZK_NEED(ptr, "cuzk_host_alloc: null out-pointer");
+        *ptr = nullptr;
+        CUZK_CUDA_TRY(cudaHostAlloc(ptr, bytes, cudaHostAllocPortable));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_host_free(void* ptr) {
+    return guard("cuzk_host_free", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaFreeHost(ptr));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_host_register(void* ptr, uint64_t bytes) {
+    return guard("cuzk_host_register", [&]() -> cuzk_status {
+        CUZK_NEED(ptr && bytes, "cuzk_host_register: null pointer or zero length");
+        CUZK_CUDA_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_host_unregister(void* ptr) {
+    return guard("cuzk_host_unregister", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaHostUnregister(ptr));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_stream_create(int32_t device, void** stream) {
+    return guard("cuzk_stream_create", [&]() -> cuzk_status {
+        CUZK_NEED(stream, "cuzk_stream_create: null out-pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        cudaStream_t s = nullptr;
+        CUZK_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        *stream = (void*)s;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_stream_destroy(int32_t device, void* stream) {
+    return guard("cuzk_stream_destroy", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaStreamDestroy((cudaStream_t)stream));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_stream_synchronize(int32_t device, void* stream) {
+    return guard("cuzk_stream_synchronize", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_device_synchronize(int32_t device) {
+    return guard("cuzk_device_synchronize", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaDeviceSynchronize());
+        return ok();
+    });
+}
+
+cuzk_status cuzk_memcpy_async(int32_t device, void* dst, const void* src, uint64_t bytes, void* stream) {
+    return guard("cuzk_memcpy_async", [&]() -> cuzk_status {
+        CUZK_NEED((dst && src) || bytes == 0, "cuzk_memcpy_async: null pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
+        return ok();
+    });
+}
+
+static __global__ void fill_u32_kernel(uint32_t* p, uint64_t words, uint32_t value) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < words;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        p[i] = value;
+}
+
+cuzk_status cuzk_fill_u32(int32_t device, void* ptr, uint64_t words, uint32_t value, void* stream) {
+    return guard("cuzk_fill_u32", [&]() -> cuzk_status {
+        CUZK_NEED(ptr || words == 0, "cuzk_fill_u32: null pointer");
+        if (words == 0) return ok();
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint64_t blocks = (words + 255) / 256;
+        if (blocks > 65535) blocks = 65535;
+        fill_u32_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>((uint32_t*)ptr, words, value);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,79 @@
+/*
+ * cuzk allocator layer: C ABI over the CUDA runtime's memory calls.
+ *
+ * Thin, checked wrappers: one per runtime call, each returning a
+ * cuzk_status (never throwing, never aborting). The policy (budget,
+ * retries, statistics, RAII) lives in Rust, in crates/alloc. Turned into
+ * crates/alloc/src/sys.rs by `cargo xtask bindings`.
+ *
+ * Pointers are device pointers from the runtime API, usable by every cuzk
+ * kernel; streams are cudaStream_t passed as void*.
+ */
+#ifndef CUZK_ALLOC_H
+#define CUZK_ALLOC_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cudaMemGetInfo on `device`: free and total bytes. */
+cuzk_status cuzk_mem_get_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes);
+
+/* cudaMalloc / cudaFree on `device`. */
+cuzk_status cuzk_malloc(int32_t device, uint64_t bytes, void** ptr);
+cuzk_status cuzk_free(int32_t device, void* ptr);
+
+/* Stream-ordered allocation from `pool` (a cudaMemPool_t; null: the
+ * device's default pool) on `stream`: cudaMallocFromPoolAsync /
+ * cudaMallocAsync, and cudaFreeAsync. */
+cuzk_status cuzk_malloc_async(int32_t device, uint64_t bytes, void* pool, void* stream, void** ptr);
+cuzk_status cuzk_free_async(int32_t device, void* ptr, void* stream);
+
+/* The device's default memory pool (cudaDeviceGetDefaultMemPool). */
+cuzk_status cuzk_pool_default(int32_t device, void** pool);
+/* A new pool on `device` (cudaMemPoolCreate, pinned device memory) with
+ * the given release threshold in bytes (cudaMemPoolAttrReleaseThreshold). */
+cuzk_status cuzk_pool_create(int32_t device, uint64_t release_threshold, void** pool);
+cuzk_status cuzk_pool_destroy(int32_t device, void* pool);
+cuzk_status cuzk_pool_set_release_threshold(int32_t device, void* pool, uint64_t bytes);
+/* cudaMemPoolTrimTo(pool, keep_bytes). */
+cuzk_status cuzk_pool_trim(int32_t device, void* pool, uint64_t keep_bytes);
+/* Bytes the pool holds from the device (cudaMemPoolAttrReservedMemCurrent)
+ * and bytes handed out (cudaMemPoolAttrUsedMemCurrent). */
+cuzk_status cuzk_pool_usage(int32_t device, void* pool, uint64_t* reserved_bytes, uint64_t* used_bytes);
+
+/* cudaMallocManaged (global attach), then cudaMemAdvise (preferred
+ * location = device) and cudaMemPrefetchAsync to the device on `stream`. */
+cuzk_status cuzk_malloc_managed(int32_t device, uint64_t bytes, void* stream, void** ptr);
+
+/* Pinned host memory: cudaHostAlloc (portable) / cudaFreeHost, and
+ * cudaHostRegister (portable) / cudaHostUnregister of existing memory. */
+cuzk_status cuzk_host_alloc(uint64_t bytes, void** ptr);
+cuzk_status cuzk_host_free(void* ptr);
+cuzk_status cuzk_host_register(void* ptr, uint64_t bytes);
+cuzk_status cuzk_host_unregister(void* ptr);
+
+/* Streams: a non-blocking stream on `device`, its destruction, and
+ * cudaStreamSynchronize; cudaDeviceSynchronize on `device`. */
+cuzk_status cuzk_stream_create(int32_t device, void** stream);
+cuzk_status cuzk_stream_destroy(int32_t device, void* stream);
+cuzk_status cuzk_stream_synchronize(int32_t device, void* stream);
+cuzk_status cuzk_device_synchronize(int32_t device);
+
+/* Asynchronous copies on `stream` (cudaMemcpyAsync with cudaMemcpyDefault:
+ * any direction, unified addressing). */
+cuzk_status cuzk_memcpy_async(int32_t device, void* dst, const void* src, uint64_t bytes, void* stream);
+
+/* A kernel that writes the 32-bit `value` to every word of `words` words
+ * at `ptr` on `stream`: proves the device still runs kernels. */
+cuzk_status cuzk_fill_u32(int32_t device, void* ptr, uint64_t words, uint32_t value, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUZK_ALLOC_H */
