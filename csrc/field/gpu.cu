@@ -2,9 +2,10 @@
  * GPU side of the field layer (compiled by nvcc): device discovery and the
  * element-wise kernels of cuzk/field.h.
  *
- * One kernel template instance per (kind, op) (see ops.cuh); the host
- * switches on (kind, op) once per call and launches the matching instance.
- * Kernels use 64-bit indices and a grid-stride loop, so n may exceed 2^32.
+ * One kernel template instance per (kind, op) (see ops.cuh), plus one with
+ * 16-byte accesses for the field kinds; the host switches on (kind, op)
+ * once per call and launches the matching instance. Kernels use 64-bit
+ * indices and a grid-stride loop, so n may exceed 2^32.
  * Every CUDA call and every launch is checked; errors come back as
  * cuzk_status through cuzk::cuda_status (cuzk/cuda_status.cuh). Device
  * memory and events are released by RAII holders on every path.
@@ -12,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -24,39 +26,98 @@ using cuzk::fail;
 using cuzk::guard;
 using cuzk::ok;
 
+/* Returns a failed cuzk_status from the enclosing function. */
+#define CUZK_TRY(expr)                               \
+    do {                                             \
+        const cuzk_status cuzk_s_ = (expr);          \
+        if (cuzk_s_.code != CUZK_OK) return cuzk_s_; \
+    } while (0)
+
 namespace {
 
-template <class Op>
-__global__ void apply_kernel(const void* a, const void* b, void* out, uint64_t n) {
-    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        cuzk::ops::apply_at<Op>(a, b, out, i);
+/* Element i of an array of T at base, with 16-byte loads (every element
+ * size is a multiple of 16; base must be 16-byte aligned). */
+template <class T>
+__device__ __forceinline__ T load16(const void* base, uint64_t i) {
+    static_assert(sizeof(T) % 16 == 0, "element size must be a multiple of 16 bytes");
+    const uint4* src = static_cast<const uint4*>(base) + i * (sizeof(T) / 16);
+    T r;
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(T) / 16); ++k) {
+        const uint4 v = src[k];
+        memcpy(reinterpret_cast<char*>(&r) + 16 * k, &v, 16);
+    }
+    return r;
+}
+template <class T>
+__device__ __forceinline__ void store16(void* base, uint64_t i, const T& x) {
+    static_assert(sizeof(T) % 16 == 0, "element size must be a multiple of 16 bytes");
+    uint4* dst = static_cast<uint4*>(base) + i * (sizeof(T) / 16);
+#pragma unroll
+    for (int k = 0; k < (int)(sizeof(T) / 16); ++k) {
+        uint4 v;
+        memcpy(&v, reinterpret_cast<const char*>(&x) + 16 * k, 16);
+        dst[k] = v;
+    }
 }
 
-/* Launches apply_kernel<Op> on `stream` of the current device. Block size:
- * the occupancy API's best for this kernel (register use differs by orders
- * between Fr add and G2 add); grid: enough blocks to cover n, at most one
- * full wave of resident blocks (the grid-stride loop does the rest). */
-template <class Op>
-cuzk_status launch(const void* a, const void* b, void* out, uint64_t n, cudaStream_t stream) {
-    if (n == 0) return ok();
+/* out[i] = Op(a[i], b[i]) for i < n, grid-stride. kVec: whole elements with
+ * 16-byte accesses (Op::kWholeLoads and 16-byte aligned pointers), which
+ * the memory-bound field kernels need for full bandwidth (4-byte accesses
+ * at 32..96-byte strides reach about half); else ops::apply_at. */
+template <class Op, bool kVec>
+__global__ void apply_kernel(const void* a, const void* b, void* out, uint64_t n) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        if constexpr (kVec) {
+            const typename Op::A x = load16<typename Op::A>(a, i);
+            if constexpr (Op::kReadsB)
+                store16(out, i, Op::apply(x, load16<typename Op::B>(b, i)));
+            else
+                store16(out, i, Op::apply(x));
+        } else {
+            cuzk::ops::apply_at<Op>(a, b, out, i);
+        }
+    }
+}
+
+/* Launches apply_kernel<Op, kVec> on `stream` of the current device,
+ * recording `start` (if not null) just before the launch so that it times
+ * the kernel alone. Block size: the occupancy API's best for this kernel
+ * (register use differs by an order of magnitude between Fr add and G2
+ * add); grid: enough blocks to cover n, at most one full wave of resident
+ * blocks (the grid-stride loop does the rest). */
+template <class Op, bool kVec>
+cuzk_status launch_as(const void* a, const void* b, void* out, uint64_t n, cudaStream_t stream,
+                      cudaEvent_t start) {
     int min_grid = 0, block = 0;
-    CUZK_CUDA_TRY(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, apply_kernel<Op>));
+    CUZK_CUDA_TRY(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, apply_kernel<Op, kVec>));
     const uint64_t blocks_needed = (n + (uint64_t)block - 1) / (uint64_t)block;
     const unsigned grid = (unsigned)std::min<uint64_t>(blocks_needed, (uint64_t)min_grid);
+    if (start) CUZK_CUDA_TRY(cudaEventRecord(start, stream));
     (void)cudaGetLastError(); /* so that the check below sees this launch only */
-    apply_kernel<Op><<<grid, block, 0, stream>>>(a, b, out, n);
+    apply_kernel<Op, kVec><<<grid, block, 0, stream>>>(a, b, out, n);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return cuda_status(e, "launch of the field apply kernel");
     return ok();
 }
 
-/* Launches the kernel of run-time (kind, op); the pair was validated. */
-cuzk_status launch_any(int32_t kind, int32_t op, const void* a, const void* b, void* out,
-                       uint64_t n, cudaStream_t stream) {
+/* Launches the kernel of run-time (kind, op) (validated by the caller) on
+ * n > 0 elements, with 16-byte accesses where the op allows them and the
+ * pointers are aligned. */
+cuzk_status launch(int32_t kind, int32_t op, const void* a, const void* b, void* out, uint64_t n,
+                   cudaStream_t stream, cudaEvent_t start) {
     cuzk_status st = fail(CUZK_ERR_INTERNAL, 0, "field apply: (kind, op) not dispatched");
     cuzk::ops::visit(kind, op, [&](auto tag) {
-        st = launch<typename decltype(tag)::type>(a, b, out, n, stream);
+        using Op = typename decltype(tag)::type;
+        bool vec = false;
+        if constexpr (Op::kWholeLoads) {
+            const uintptr_t bits =
+                (uintptr_t)a | (uintptr_t)out | (Op::kReadsB ? (uintptr_t)b : 0);
+            vec = bits % 16 == 0;
+        }
+        st = vec ? launch_as<Op, Op::kWholeLoads>(a, b, out, n, stream, start)
+                 : launch_as<Op, false>(a, b, out, n, stream, start);
     });
     return st;
 }
@@ -77,6 +138,22 @@ struct DeviceBuffer {
     }
 };
 
+/* Device copies of host inputs a and b (b only where the op reads it) and
+ * room for out, freed on scope exit. */
+struct Staging {
+    DeviceBuffer a, b, out;
+    cuzk_status load(const cuzk::ops::Layout& lay, const void* host_a, const void* host_b,
+                     uint64_t n) {
+        CUZK_TRY(a.alloc(n * lay.a_bytes));
+        CUZK_TRY(b.alloc(n * lay.b_bytes));
+        CUZK_TRY(out.alloc(n * lay.out_bytes));
+        CUZK_CUDA_TRY(cudaMemcpy(a.p, host_a, n * lay.a_bytes, cudaMemcpyHostToDevice));
+        if (lay.b_bytes != 0)
+            CUZK_CUDA_TRY(cudaMemcpy(b.p, host_b, n * lay.b_bytes, cudaMemcpyHostToDevice));
+        return ok();
+    }
+};
+
 /* A CUDA event, destroyed on scope exit. */
 struct Event {
     cudaEvent_t e = nullptr;
@@ -91,12 +168,6 @@ struct Event {
         return ok();
     }
 };
-
-#define CUZK_TRY(expr)                                  \
-    do {                                                \
-        const cuzk_status cuzk_s_ = (expr);             \
-        if (cuzk_s_.code != CUZK_OK) return cuzk_s_;    \
-    } while (0)
 
 /* CUZK_ERR_INVALID_ARGUMENT unless p is memory the device can address
  * (device, managed or registered/pinned host memory). */
@@ -174,7 +245,7 @@ extern "C" cuzk_status cuzk_field_gpu_apply_device(int32_t device, int32_t kind,
         CUZK_TRY(check_device_pointer(fn, "a", a));
         if (lay.b_bytes != 0) CUZK_TRY(check_device_pointer(fn, "b", b));
         CUZK_TRY(check_device_pointer(fn, "out", out));
-        return launch_any(kind, op, a, b, out, n, static_cast<cudaStream_t>(stream));
+        return launch(kind, op, a, b, out, n, static_cast<cudaStream_t>(stream), nullptr);
     });
 }
 
@@ -190,24 +261,18 @@ extern "C" cuzk_status cuzk_field_gpu_apply(int32_t device, int32_t kind, int32_
         if (out == nullptr) return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: out is null", fn);
         CUZK_CUDA_TRY(cudaSetDevice(device));
 
-        DeviceBuffer da, db, dout;
-        CUZK_TRY(da.alloc(n * lay.a_bytes));
-        CUZK_TRY(db.alloc(n * lay.b_bytes));
-        CUZK_TRY(dout.alloc(n * lay.out_bytes));
-        CUZK_CUDA_TRY(cudaMemcpy(da.p, a, n * lay.a_bytes, cudaMemcpyHostToDevice));
-        if (lay.b_bytes != 0)
-            CUZK_CUDA_TRY(cudaMemcpy(db.p, b, n * lay.b_bytes, cudaMemcpyHostToDevice));
+        Staging d;
+        CUZK_TRY(d.load(lay, a, b, n));
 
         Event start, stop;
         CUZK_TRY(start.create());
         CUZK_TRY(stop.create());
-        CUZK_CUDA_TRY(cudaEventRecord(start.e, 0));
-        CUZK_TRY(launch_any(kind, op, da.p, db.p, dout.p, n, 0));
+        CUZK_TRY(launch(kind, op, d.a.p, d.b.p, d.out.p, n, 0, start.e));
         CUZK_CUDA_TRY(cudaEventRecord(stop.e, 0));
         float ms = 0.0f;
         CUZK_TRY(elapsed(start, stop, &ms));
 
-        CUZK_CUDA_TRY(cudaMemcpy(out, dout.p, n * lay.out_bytes, cudaMemcpyDeviceToHost));
+        CUZK_CUDA_TRY(cudaMemcpy(out, d.out.p, n * lay.out_bytes, cudaMemcpyDeviceToHost));
         if (elapsed_ms) *elapsed_ms = ms;
         return ok();
     });
@@ -227,25 +292,19 @@ extern "C" cuzk_status cuzk_field_gpu_bench(int32_t device, int32_t kind, int32_
         if (n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
 
-        DeviceBuffer da, db, dout;
-        CUZK_TRY(da.alloc(n * lay.a_bytes));
-        CUZK_TRY(db.alloc(n * lay.b_bytes));
-        CUZK_TRY(dout.alloc(n * lay.out_bytes));
-        CUZK_CUDA_TRY(cudaMemcpy(da.p, a, n * lay.a_bytes, cudaMemcpyHostToDevice));
-        if (lay.b_bytes != 0)
-            CUZK_CUDA_TRY(cudaMemcpy(db.p, b, n * lay.b_bytes, cudaMemcpyHostToDevice));
+        Staging d;
+        CUZK_TRY(d.load(lay, a, b, n));
 
         Event start, stop;
         CUZK_TRY(start.create());
         CUZK_TRY(stop.create());
         /* One untimed run: module load, clocks, caches. */
-        CUZK_TRY(launch_any(kind, op, da.p, db.p, dout.p, n, 0));
-        CUZK_CUDA_TRY(cudaDeviceSynchronize());
+        CUZK_TRY(launch(kind, op, d.a.p, d.b.p, d.out.p, n, 0, nullptr));
+        CUZK_CUDA_TRY(cudaStreamSynchronize(0));
 
         std::vector<float> times(reps);
         for (uint32_t r = 0; r < reps; ++r) {
-            CUZK_CUDA_TRY(cudaEventRecord(start.e, 0));
-            CUZK_TRY(launch_any(kind, op, da.p, db.p, dout.p, n, 0));
+            CUZK_TRY(launch(kind, op, d.a.p, d.b.p, d.out.p, n, 0, start.e));
             CUZK_CUDA_TRY(cudaEventRecord(stop.e, 0));
             CUZK_TRY(elapsed(start, stop, &times[r]));
         }

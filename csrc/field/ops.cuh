@@ -6,6 +6,10 @@
  *   A, B, Out     element types of a, b and out (B = NoOperand when the op
  *                 does not read b);
  *   kReadsB       whether b is read;
+ *   kWholeLoads   whether a GPU kernel should load whole elements up front
+ *                 (16-byte vector accesses; field kinds) rather than each
+ *                 coordinate where it is used (point kinds: fewer registers
+ *                 live, which matters at G2's 255-register limit);
  *   apply(a[, b]) the result, CUZK_HD.
  * apply_at<Op>() does one element; visit() maps a run-time (kind, op) to
  * its Op type, once per call on the host, so that each kernel is a separate
@@ -36,6 +40,7 @@ struct Binary {
     using B = F;
     using Out = F;
     static constexpr bool kReadsB = true;
+    static constexpr bool kWholeLoads = true;
 };
 template <class F>
 struct Unary {
@@ -43,6 +48,7 @@ struct Unary {
     using B = NoOperand;
     using Out = F;
     static constexpr bool kReadsB = false;
+    static constexpr bool kWholeLoads = true;
 };
 
 template <class F>
@@ -76,6 +82,7 @@ struct Pow {
     using B = BigInt<F::N>;
     using Out = F;
     static constexpr bool kReadsB = true;
+    static constexpr bool kWholeLoads = true;
     CUZK_HD CUZK_INLINE static F apply(const F& a, const B& e) { return a.pow(e); }
 };
 
@@ -87,6 +94,7 @@ struct JacDbl {
     using B = NoOperand;
     using Out = Jacobian<F>;
     static constexpr bool kReadsB = false;
+    static constexpr bool kWholeLoads = false;
     CUZK_HD CUZK_INLINE static Out apply(const A& a) { return jac_dbl(a); }
 };
 template <class F>
@@ -95,6 +103,7 @@ struct JacAdd {
     using B = Jacobian<F>;
     using Out = Jacobian<F>;
     static constexpr bool kReadsB = true;
+    static constexpr bool kWholeLoads = false;
     CUZK_HD CUZK_INLINE static Out apply(const A& a, const B& b) { return jac_add(a, b); }
 };
 template <class F>
@@ -103,6 +112,7 @@ struct JacMadd {
     using B = Affine<F>;
     using Out = Jacobian<F>;
     static constexpr bool kReadsB = true;
+    static constexpr bool kWholeLoads = false;
     CUZK_HD CUZK_INLINE static Out apply(const A& a, const B& b) { return jac_madd(a, b); }
 };
 template <class F>
@@ -111,6 +121,7 @@ struct XyzzDbl {
     using B = NoOperand;
     using Out = Xyzz<F>;
     static constexpr bool kReadsB = false;
+    static constexpr bool kWholeLoads = false;
     CUZK_HD CUZK_INLINE static Out apply(const A& a) { return xyzz_dbl(a); }
 };
 template <class F>
@@ -119,6 +130,7 @@ struct XyzzAdd {
     using B = Xyzz<F>;
     using Out = Xyzz<F>;
     static constexpr bool kReadsB = true;
+    static constexpr bool kWholeLoads = false;
     CUZK_HD CUZK_INLINE static Out apply(const A& a, const B& b) { return xyzz_add(a, b); }
 };
 template <class F>
@@ -127,6 +139,7 @@ struct XyzzMadd {
     using B = Affine<F>;
     using Out = Xyzz<F>;
     static constexpr bool kReadsB = true;
+    static constexpr bool kWholeLoads = false;
     CUZK_HD CUZK_INLINE static Out apply(const A& a, const B& b) { return xyzz_madd(a, b); }
 };
 

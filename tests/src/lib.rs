@@ -34,7 +34,13 @@ fn skip(test: &str, why: &str) -> Option<i32> {
     if gpu_required() {
         panic!("{test}: CUZK_REQUIRE_GPU=1 but no GPU is usable: {why}");
     }
-    eprintln!("SKIPPED {test}: no GPU ({why}); set CUZK_REQUIRE_GPU=1 to make this a failure");
+    // Straight to stderr, not through eprintln!: the test harness captures
+    // the print macros of passing tests, and a skip must be seen.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: no GPU ({why}); set CUZK_REQUIRE_GPU=1 to make this a failure"
+    );
     None
 }
 

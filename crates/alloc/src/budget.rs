@@ -142,12 +142,70 @@ impl std::fmt::Debug for Budget {
 pub struct Reservation {
     budget: Budget,
     bytes: u64,
+    /// Bytes of buffers allocated under this reservation and still alive.
+    used: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Reservation {
+    fn new(budget: &Budget, bytes: u64) -> Reservation {
+        Reservation {
+            budget: budget.clone(),
+            bytes,
+            used: Arc::default(),
+        }
+    }
+
     /// Bytes reserved.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Bytes of live buffers allocated under this reservation.
+    pub fn used_bytes(&self) -> u64 {
+        self.used.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Takes `bytes` of the reservation for a buffer; the returned handle
+    /// gives them back when dropped.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when the reservation has less than `bytes` left.
+    pub fn take(&self, bytes: u64) -> Result<ReservationUse> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mut cur = self.used.load(SeqCst);
+        loop {
+            if cur + bytes > self.bytes {
+                return Err(Error::OutOfMemory(format!(
+                    "reservation of {}: {} already in use, {} more requested; reserve a larger \
+                     working set",
+                    fmt_bytes(self.bytes),
+                    fmt_bytes(cur),
+                    fmt_bytes(bytes)
+                )));
+            }
+            match self.used.compare_exchange(cur, cur + bytes, SeqCst, SeqCst) {
+                Ok(_) => {
+                    return Ok(ReservationUse {
+                        used: self.used.clone(),
+                        bytes,
+                    })
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+/// Bytes of a [`Reservation`] held by one buffer, given back on drop.
+#[derive(Debug)]
+pub struct ReservationUse {
+    used: Arc<std::sync::atomic::AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for ReservationUse {
+    fn drop(&mut self) {
+        self.used.fetch_sub(self.bytes, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -237,10 +295,7 @@ impl Budget {
             return Err(self.refusal(bytes, avail, &st));
         }
         self.claim_locked(&mut st, bytes);
-        Ok(Reservation {
-            budget: self.clone(),
-            bytes,
-        })
+        Ok(Reservation::new(self, bytes))
     }
 
     /// Reserves `bytes`, waiting up to `timeout` for other workers to release
@@ -261,10 +316,7 @@ impl Budget {
             let avail = self.available_locked(&st)?;
             if bytes <= avail {
                 self.claim_locked(&mut st, bytes);
-                return Ok(Reservation {
-                    budget: self.clone(),
-                    bytes,
-                });
+                return Ok(Reservation::new(self, bytes));
             }
             let now = Instant::now();
             if now >= deadline {
@@ -297,10 +349,7 @@ impl Budget {
             return Err(self.refusal(min_bytes, avail, &st));
         }
         self.claim_locked(&mut st, take);
-        Ok(Reservation {
-            budget: self.clone(),
-            bytes: take,
-        })
+        Ok(Reservation::new(self, take))
     }
 
     /// True when a working set of `bytes` could be reserved now.
@@ -465,6 +514,19 @@ mod tests {
         assert_eq!(b.peak_claimed_bytes(), 16 * GIB);
         drop(r2);
         assert_eq!(b.claimed_bytes(), 0);
+    }
+
+    #[test]
+    fn buffers_cannot_overdraw_a_reservation() {
+        let (b, _) = budget(16 * GIB, 0, None, 0);
+        let r = b.try_reserve(4 * GIB).unwrap();
+        let u1 = r.take(3 * GIB).unwrap();
+        assert!(r.take(2 * GIB).unwrap_err().to_string().contains("3.00 GiB already in use"));
+        let u2 = r.take(GIB).unwrap();
+        assert_eq!(r.used_bytes(), 4 * GIB);
+        drop(u1);
+        drop(u2);
+        assert_eq!(r.used_bytes(), 0);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Device memory: strategies, the out-of-memory retry, statistics, and the
 //! RAII buffer and stream types.
 
-use crate::budget::{fmt_bytes, Budget, BudgetConfig, MemSource, Reservation};
+use crate::budget::{fmt_bytes, Budget, BudgetConfig, MemSource, Reservation, ReservationUse};
 use crate::sys;
 use cuzk_field::{DeviceRepr, Error, Result};
 use std::ffi::c_void;
@@ -413,8 +413,8 @@ impl DeviceMemory {
             )));
         }
         let claim = match reservation {
-            Some(_) => None,
-            None => Some(self.budget.try_reserve(bytes)?),
+            Some(r) => Claim::Within { _held: r.take(bytes)? },
+            None => Claim::Own { _held: self.budget.try_reserve(bytes)? },
         };
         if strategy == Strategy::Unified {
             let (free, _) = mem_info(self.device)?;
@@ -510,6 +510,14 @@ impl Drop for DeviceMemory {
     }
 }
 
+/// The budget bytes a buffer holds: its own claim, or part of a caller's
+/// reservation. Released on drop.
+#[derive(Debug)]
+enum Claim {
+    Own { _held: Reservation },
+    Within { _held: ReservationUse },
+}
+
 /// `len` elements of `T` in device memory, freed (on its stream, for the
 /// async strategies) when dropped. The raw pointer and stream go to cuzk's
 /// kernels.
@@ -520,7 +528,7 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     strategy: Strategy,
     stream: Stream,
     memory: Arc<DeviceMemory>,
-    _claim: Option<Reservation>,
+    _claim: Claim,
     _t: PhantomData<T>,
 }
 

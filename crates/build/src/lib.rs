@@ -159,10 +159,13 @@ impl Toolkit {
     /// `libcuda`. Panics (a build-script failure) when nvcc fails.
     pub fn compile(&self, lib_name: &str, sources: &[&str], includes: &[PathBuf]) {
         let archs = cuda_archs();
+        // cc takes the CUDA compiler from `NVCC` (`.compiler()` would set the
+        // host compiler instead). A build script is one process: setting it
+        // here affects only this build.
+        std::env::set_var("NVCC", &self.nvcc);
         let mut build = cc::Build::new();
         build
             .cuda(true)
-            .compiler(&self.nvcc)
             .cpp(true)
             .std("c++17")
             .opt_level(3)

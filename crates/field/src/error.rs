@@ -20,6 +20,8 @@ pub enum Error {
     #[error("no usable GPU: {0}")]
     NoDevice(String),
     /// A CUDA call or kernel launch failed; `code` is the `cudaError_t`.
+    /// (Failures that map to another variant, such as an invalid device
+    /// ordinal or out-of-memory, name the CUDA error in their message.)
     #[error("CUDA error {code}: {message}")]
     Cuda {
         /// The CUDA runtime error number.

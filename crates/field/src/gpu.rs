@@ -32,7 +32,8 @@ pub fn device_count() -> Result<usize> {
 /// Describes device `ordinal`.
 ///
 /// # Errors
-/// As [`device_count`], plus [`Error::Cuda`] for an ordinal out of range.
+/// As [`device_count`], plus [`Error::InvalidArgument`] for an ordinal out
+/// of range.
 pub fn device_info(ordinal: i32) -> Result<DeviceInfo> {
     let mut name = [0u8; 256];
     let (mut major, mut minor, mut sms, mut mem) = (0i32, 0i32, 0i32, 0u64);

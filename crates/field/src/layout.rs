@@ -54,8 +54,12 @@ unsafe impl DeviceRepr for G2Xyzz {}
 unsafe impl DeviceRepr for BigInt<4> {}
 // SAFETY: see above.
 unsafe impl DeviceRepr for BigInt<6> {}
-// SAFETY: raw bytes.
+// SAFETY: plain integers (raw bytes and words).
 unsafe impl DeviceRepr for u8 {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for u32 {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for u64 {}
 
 /// A short-Weierstrass point in XYZZ coordinates (Cohen, Miyaji, Ono 1998;
 /// the Explicit-Formulas Database, `g1p/auto-shortw-xyzz.html`): the affine

@@ -27,6 +27,7 @@ inline cuzk_status cuda_status(cudaError_t e, const char* call) {
         case cudaErrorStubLibrary:
         case cudaErrorDevicesUnavailable:
         case cudaErrorSystemDriverMismatch:
+        case cudaErrorSystemNotReady:
         case cudaErrorCompatNotSupportedOnDevice:
             code = CUZK_ERR_NO_DEVICE;
             hint = " (is an NVIDIA driver for CUDA 13 installed and a GPU visible?)";

@@ -28,7 +28,8 @@
  * message saying what went wrong and what to do. */
 typedef struct cuzk_status {
     int32_t code;
-    /* The CUDA error number when code == CUZK_ERR_CUDA, else 0. */
+    /* The cudaError_t number when the failure came from a CUDA call (whatever
+     * the code it maps to), else 0. */
     int32_t cuda_error;
     char message[CUZK_STATUS_MESSAGE_BYTES];
 } cuzk_status;

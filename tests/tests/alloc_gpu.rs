@@ -1,0 +1,237 @@
+//! cuzk-alloc on a real GPU (issue acceptance): the stranding regression,
+//! out-of-memory recovery, leak-free cycles under injected failures from
+//! several threads, and two workers sharing a capped budget. Skips without a
+//! GPU unless `CUZK_REQUIRE_GPU=1`. The tests measure the device's free
+//! memory, so they run one at a time (a lock), and none of them is timed.
+
+use cuzk_alloc::{fmt_bytes, BudgetConfig, DeviceMemory, Error, Strategy, Stream};
+use cuzk_tests::{gpu_or_skip, rng};
+use rand::Rng;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn free_bytes(mem: &DeviceMemory) -> u64 {
+    mem.mem_get_info().unwrap().0
+}
+
+/// Allocates `bytes` of u8 with `strategy`, writes it with a kernel and reads
+/// back one word to prove the memory and the device work.
+fn touch(mem: &Arc<DeviceMemory>, bytes: u64, strategy: Strategy, stream: &Stream) -> Result<cuzk_alloc::DeviceBuffer<u8>, Error> {
+    let mut b = mem.alloc::<u8>(bytes as usize, strategy, stream, None)?;
+    b.fill_words(0xC0DE_CAFE)?;
+    stream.synchronize()?;
+    Ok(b)
+}
+
+#[test]
+fn async_frees_do_not_strand_a_later_sync_allocation() {
+    let Some(dev) = gpu_or_skip("async_frees_do_not_strand_a_later_sync_allocation") else { return };
+    let _s = serial();
+    // Pools keep everything they cache: the situation that strands memory.
+    let mem = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
+    let stream = Stream::new(dev).unwrap();
+    let start_free = free_bytes(&mem);
+    // Take all but 8 GiB through the async strategy, in 4 GiB blocks, then free.
+    let block = 4 * GIB;
+    let count = (start_free.saturating_sub(8 * GIB)) / block;
+    assert!(count >= 2, "need a card with > 16 GiB free, have {}", fmt_bytes(start_free));
+    let blocks: Vec<_> = (0..count)
+        .map(|_| mem.alloc::<u8>(block as usize, Strategy::Async, &stream, None).unwrap())
+        .collect();
+    drop(blocks);
+    stream.synchronize().unwrap();
+    let cached = mem.stats().default_pool_reserved_bytes;
+    let free_now = free_bytes(&mem);
+    eprintln!(
+        "after async free: pool caches {}, device free {} (was {})",
+        fmt_bytes(cached),
+        fmt_bytes(free_now),
+        fmt_bytes(start_free)
+    );
+    assert!(cached >= count * block, "the pool should still cache the freed blocks");
+    // A sync allocation larger than what cudaMemGetInfo shows free: it fits
+    // only once the pool is trimmed.
+    let want = free_now + 4 * GIB;
+    assert!(want < start_free - GIB);
+    let big = touch(&mem, want, Strategy::Sync, &stream).expect("sync allocation after async frees must succeed");
+    assert_eq!(big.bytes(), want);
+    drop(big);
+    mem.trim().unwrap();
+    mem.check_all_returned().unwrap();
+    let end_free = free_bytes(&mem);
+    assert!(end_free + MIB >= start_free, "free {} at the end, {} at the start", fmt_bytes(end_free), fmt_bytes(start_free));
+}
+
+#[test]
+fn too_large_an_allocation_is_an_error_and_the_device_stays_usable() {
+    let Some(dev) = gpu_or_skip("too_large_an_allocation_is_an_error_and_the_device_stays_usable") else { return };
+    let _s = serial();
+    let mem = DeviceMemory::new(dev, BudgetConfig::default(), 0).unwrap();
+    let stream = Stream::new(dev).unwrap();
+    let (_, total) = mem.mem_get_info().unwrap();
+    for strategy in Strategy::ALL {
+        let e = mem.alloc::<u8>((total + GIB) as usize, strategy, &stream, None).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory(_)), "{strategy:?}: {e}");
+        assert!(e.to_string().contains("requested"), "{e}");
+        eprintln!("{strategy:?}: {e}");
+    }
+    // A request past what the budget allows but below the card, with no
+    // margin and no budget in the way, goes to CUDA itself and must come back
+    // as out-of-memory too once the pools are trimmed.
+    let nomargin = DeviceMemory::new(dev, BudgetConfig { margin_bytes: 0, cap_bytes: None }, 0).unwrap();
+    let free = free_bytes(&nomargin);
+    match nomargin.alloc::<u8>(free as usize, Strategy::Sync, &stream, None) {
+        Ok(b) => drop(b), // the driver found room for exactly all of it
+        Err(e) => assert!(matches!(e, Error::OutOfMemory(_)), "{e}"),
+    }
+    // The next allocation and a kernel launch succeed.
+    let mut b = mem.alloc::<u32>(1 << 28, Strategy::Sync, &stream, None).unwrap();
+    b.fill_words(7).unwrap();
+    let mut host = vec![0u32; 1 << 28];
+    b.copy_to_host(&mut host).unwrap();
+    assert!(host.iter().all(|&w| w == 7));
+    drop(b);
+    mem.check_all_returned().unwrap();
+    nomargin.check_all_returned().unwrap();
+}
+
+#[test]
+fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
+    let Some(dev) = gpu_or_skip("random_cycles_from_four_threads_with_injected_failures_leak_nothing") else { return };
+    let _s = serial();
+    let mem = DeviceMemory::new(dev, BudgetConfig::default(), 64 * MIB).unwrap();
+    let streams: Vec<Stream> = (0..4).map(|_| Stream::new(dev).unwrap()).collect();
+    // Warm every strategy once (first use creates pools and contexts).
+    for s in Strategy::ALL {
+        drop(touch(&mem, MIB, s, &streams[0]).unwrap());
+    }
+    mem.trim().unwrap();
+    let start_free = free_bytes(&mem);
+    mem.inject_failures(7);
+    let mut seed_rng = rng("random_cycles_from_four_threads_with_injected_failures_leak_nothing");
+    let handles: Vec<_> = streams
+        .iter()
+        .cloned()
+        .map(|stream| {
+            let mem = mem.clone();
+            let seed: u64 = seed_rng.gen();
+            std::thread::spawn(move || {
+                let mut rng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(seed);
+                let mut held = Vec::new();
+                let (mut ok, mut failed) = (0u32, 0u32);
+                for _ in 0..250 {
+                    let strategy = Strategy::ALL[rng.gen_range(0..4)];
+                    let bytes = rng.gen_range(1..=256u64) * MIB - rng.gen_range(0..4096u64);
+                    match touch(&mem, bytes & !3, strategy, &stream) {
+                        Ok(b) => {
+                            ok += 1;
+                            held.push(b);
+                        }
+                        Err(e) => {
+                            assert!(matches!(e, Error::OutOfMemory(_)), "unexpected error: {e}");
+                            failed += 1;
+                        }
+                    }
+                    while held.len() > rng.gen_range(0..4) {
+                        let i = rng.gen_range(0..held.len());
+                        held.swap_remove(i);
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    let mut total = (0, 0);
+    for h in handles {
+        let (ok, failed) = h.join().expect("worker thread");
+        total = (total.0 + ok, total.1 + failed);
+    }
+    mem.inject_failures(0);
+    eprintln!("1000 cycles: {} allocations, {} failures (injected every 7th)", total.0, total.1);
+    assert_eq!(total.0 + total.1, 1000);
+    assert!(total.1 >= 100, "the injector must have fired");
+    let stats = mem.stats();
+    eprintln!("{stats:?}");
+    mem.check_all_returned().unwrap();
+    mem.trim().unwrap();
+    let end_free = free_bytes(&mem);
+    assert!(
+        end_free + MIB >= start_free && end_free <= start_free + MIB,
+        "free memory {} at the end, {} at the start",
+        fmt_bytes(end_free),
+        fmt_bytes(start_free)
+    );
+}
+
+#[test]
+fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
+    let Some(dev) = gpu_or_skip("two_workers_share_a_16_gib_cap_without_out_of_memory") else { return };
+    let _s = serial();
+    let mem = DeviceMemory::new(dev, BudgetConfig { margin_bytes: 512 * MIB, cap_bytes: Some(16 * GIB) }, 0).unwrap();
+    assert_eq!(mem.budget().workers_that_fit(12 * GIB).unwrap(), 1);
+    // Worker A waits for a whole 12 GiB working set; worker B shrinks its
+    // chunk to what fits when the full set does not.
+    let run = |shrink: bool| {
+        let mem = mem.clone();
+        std::thread::spawn(move || -> Result<u64, Error> {
+            let stream = Stream::new(mem.device())?;
+            let r = if shrink {
+                mem.budget().reserve_up_to(GIB, 12 * GIB, 256 * MIB)?
+            } else {
+                mem.budget().reserve_wait(12 * GIB, Duration::from_secs(120))?
+            };
+            let chunk = r.bytes() / 3 & !(MIB - 1);
+            let mut bufs = Vec::new();
+            for s in [Strategy::Sync, Strategy::Async, Strategy::AsyncDedicated] {
+                let mut b = mem.alloc::<u32>((chunk / 4) as usize, s, &stream, Some(&r))?;
+                b.fill_words(1)?;
+                bufs.push(b);
+            }
+            stream.synchronize()?;
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(r.bytes())
+        })
+    };
+    let a = run(false);
+    std::thread::sleep(Duration::from_millis(50));
+    let b = run(true);
+    let c = run(false);
+    let (a, b, c) = (a.join().unwrap(), b.join().unwrap(), c.join().unwrap());
+    eprintln!("working sets: A {:?}, B (shrinking) {:?}, C (waiting) {:?}", a, b, c);
+    assert_eq!(a.unwrap(), 12 * GIB);
+    assert!(b.unwrap() >= GIB);
+    assert_eq!(c.unwrap(), 12 * GIB);
+    assert!(mem.budget().peak_claimed_bytes() <= 16 * GIB - 512 * MIB);
+    mem.trim().unwrap();
+    mem.check_all_returned().unwrap();
+}
+
+#[test]
+fn pinned_and_registered_host_memory_round_trip() {
+    let Some(dev) = gpu_or_skip("pinned_and_registered_host_memory_round_trip") else { return };
+    let _s = serial();
+    let mem = DeviceMemory::from_env(dev).unwrap();
+    let stream = Stream::new(dev).unwrap();
+    let mut rng = rng("pinned_and_registered_host_memory_round_trip");
+    let mut pinned = cuzk_alloc::PinnedBuffer::<u8>::new(1 << 24).unwrap();
+    rng.fill(&mut pinned[..]);
+    let mut d = mem.alloc::<u8>(1 << 24, Strategy::Async, &stream, None).unwrap();
+    d.copy_from_host(&pinned).unwrap();
+    let mut back = vec![0u8; 1 << 24];
+    {
+        let mut reg = cuzk_alloc::HostRegistration::new(&mut back[..]).unwrap();
+        d.copy_to_host(&mut reg).unwrap();
+    }
+    assert!(back == pinned[..]);
+    drop(d);
+    mem.check_all_returned().unwrap();
+}
