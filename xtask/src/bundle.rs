@@ -21,10 +21,14 @@ pub struct Args {
 
 /// Builds with `cargo <args> --message-format=json` and returns the paths of
 /// the executables it produced.
-fn build_executables(args: &[&str], nvcc: &Path, archs: &Option<String>) -> Result<Vec<PathBuf>> {
+fn build_executables(args: &[&str], nvcc: &Path, archs: &Option<String>) -> Result<Vec<(PathBuf, String)>> {
     let mut cmd = cargo();
-    cmd.args(args)
-        .args(["--release", "--features", "cuzk-field/cuda", "--message-format=json-render-diagnostics"])
+    cmd.args(args);
+    // `cargo bench` builds optimized already and takes no --release.
+    if args[0] != "bench" {
+        cmd.arg("--release");
+    }
+    cmd.args(["--features", "cuzk-field/cuda", "--message-format=json-render-diagnostics"])
         .env("NVCC", nvcc)
         .stdout(Stdio::piped());
     if let Some(a) = archs {
@@ -40,7 +44,8 @@ fn build_executables(args: &[&str], nvcc: &Path, archs: &Option<String>) -> Resu
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         if v["reason"] == "compiler-artifact" {
             if let Some(exe) = v["executable"].as_str() {
-                exes.push(PathBuf::from(exe));
+                let kind = v["target"]["kind"][0].as_str().unwrap_or("").to_owned();
+                exes.push((PathBuf::from(exe), kind));
             }
         }
     }
@@ -85,14 +90,24 @@ pub fn run_bundle(args: Args) -> Result<()> {
         &nvcc,
         &args.archs,
     )?;
-    for exe in &tests {
+    for (exe, _) in &tests {
         let name = exe.file_name().unwrap().to_string_lossy();
         // Strip the cargo hash suffix: cuzk_field-0123abcd -> cuzk_field.
         let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
         copy_stripped(exe, &out.join("tests").join(short))?;
     }
     let bins = build_executables(&["build", "-p", "cuzk-bench", "--bin", "cuzk-bench"], &nvcc, &args.archs)?;
-    for exe in &bins {
+    let criterion = build_executables(&["bench", "--workspace", "--exclude", "xtask", "--benches", "--no-run"], &nvcc, &args.archs)?;
+    std::fs::create_dir_all(out.join("benches"))?;
+    for (exe, kind) in &criterion {
+        if kind != "bench" {
+            continue;
+        }
+        let name = exe.file_name().unwrap().to_string_lossy();
+        let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
+        copy_stripped(exe, &out.join("benches").join(short))?;
+    }
+    for (exe, _) in &bins {
         copy_stripped(exe, &out.join("bin").join(exe.file_name().unwrap()))?;
     }
     for (name, text) in [("run-tests", RUN_TESTS), ("run-bench", RUN_BENCH)] {

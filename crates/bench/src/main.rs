@@ -28,7 +28,7 @@ struct Args {
     /// Largest sizes.
     #[arg(long)]
     full: bool,
-    /// Comma-separated layers to run (available: field).
+    /// Comma-separated layers to run (available: field, alloc).
     #[arg(long)]
     only: Option<String>,
     /// Report folder.
@@ -140,9 +140,52 @@ fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool
     Ok(())
 }
 
+/// Allocation + free latency per strategy and size (GPU only): median wall
+/// time of a whole cycle (async frees followed by a stream synchronize).
+fn alloc_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool) -> Result<()> {
+    use cuzk_alloc::{BudgetConfig, DeviceMemory, Strategy, Stream};
+    let Some(device) = gpu else {
+        eprintln!("bench alloc: needs a GPU; skipped");
+        return Ok(());
+    };
+    let mem = DeviceMemory::new(device, BudgetConfig::default(), u64::MAX)?;
+    let stream = Stream::new(device)?;
+    let reps = if quick { 5 } else { 20 };
+    for strategy in Strategy::ALL {
+        for shift in [20u32, 24, 28, 32] {
+            let bytes = 1usize << shift;
+            eprintln!("bench alloc: {strategy:?} {} MiB", bytes >> 20);
+            let ms = wall_ms(reps, || {
+                let b = mem.alloc::<u8>(bytes, strategy, &stream, None).expect("alloc");
+                drop(b);
+                stream.synchronize().expect("sync");
+            });
+            figs.push(Figure {
+                layer: "alloc",
+                name: format!("alloc+free {} MiB", bytes >> 20),
+                implementation: strategy_name(strategy),
+                elements: bytes,
+                median_ms: ms,
+                timing: "wall, whole alloc+free cycle",
+            });
+        }
+    }
+    mem.trim()?;
+    Ok(())
+}
+
+fn strategy_name(s: cuzk_alloc::Strategy) -> &'static str {
+    match s {
+        cuzk_alloc::Strategy::Sync => "cuzk Sync (cudaMalloc)",
+        cuzk_alloc::Strategy::Async => "cuzk Async (default pool)",
+        cuzk_alloc::Strategy::AsyncDedicated => "cuzk AsyncDedicated (own pool)",
+        cuzk_alloc::Strategy::Unified => "cuzk Unified (managed)",
+    }
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
-    let layers: Vec<String> = args.only.as_deref().unwrap_or("field").split(',').map(|s| s.trim().to_owned()).collect();
+    let layers: Vec<String> = args.only.as_deref().unwrap_or("field,alloc").split(',').map(|s| s.trim().to_owned()).collect();
     let (gpu, machine_gpu) = match cuzk_field::gpu::devices() {
         Ok(d) if !d.is_empty() => (Some(0), format!("{} (sm_{}{}, {} SMs, {:.0} GiB)", d[0].name, d[0].compute_capability.0, d[0].compute_capability.1, d[0].sm_count, d[0].total_memory_bytes as f64 / (1u64 << 30) as f64)),
         Ok(_) => (None, "none".into()),
@@ -155,6 +198,7 @@ fn main() -> Result<()> {
     for layer in &layers {
         match layer.as_str() {
             "field" => field_layer(&mut figs, gpu, args.quick, args.full)?,
+            "alloc" => alloc_layer(&mut figs, gpu, args.quick)?,
             other => eprintln!("cuzk-bench: layer `{other}` is not benchmarked yet; skipping"),
         }
     }
@@ -163,6 +207,7 @@ fn main() -> Result<()> {
     table.load_preset(UTF8_FULL).set_header(["layer", "operation", "implementation", "elements", "median ms", "Melem/s", "vs arkworks"]);
     let mut rows = Vec::new();
     for f in &figs {
+        // Elements per second (bytes per second for the allocator).
         let rate = f.elements as f64 / f.median_ms / 1e3;
         let ark = figs.iter().find(|g| g.name == f.name && g.implementation.starts_with("arkworks"));
         let speedup = ark.map(|g| rate / (g.elements as f64 / g.median_ms / 1e3));
