@@ -7,7 +7,10 @@ use std::path::PathBuf;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let csrc = manifest.join("../../csrc").canonicalize().expect("csrc/ not found");
+    let csrc = manifest
+        .join("../../csrc")
+        .canonicalize()
+        .expect("csrc/ not found");
     let include = csrc.join("include");
     println!("cargo:include={}", include.display());
     println!("cargo:rerun-if-changed={}", csrc.display());

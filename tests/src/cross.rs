@@ -49,10 +49,30 @@ pub const ALL_OPS: &[(Kind, Op)] = &[
 /// Runs (kind, op) on `backend` over the edge cases plus `n_random` fresh
 /// random cases, compares each output with arkworks, and returns the number
 /// of cases checked, or a description of the first mismatch.
-pub fn cross_check<R: Rng>(backend: Backend, kind: Kind, op: Op, rng: &mut R, n_random: usize) -> Result<usize, String> {
+pub fn cross_check<R: Rng>(
+    backend: Backend,
+    kind: Kind,
+    op: Op,
+    rng: &mut R,
+    n_random: usize,
+) -> Result<usize, String> {
     match kind {
-        Kind::Fr => field_case::<Fr, _>(backend, kind, op, rng, n_random, &prime_edges::<ark_bls12_381::FrConfig, 4>()),
-        Kind::Fp => field_case::<Fp, _>(backend, kind, op, rng, n_random, &prime_edges::<ark_bls12_381::FqConfig, 6>()),
+        Kind::Fr => field_case::<Fr, _>(
+            backend,
+            kind,
+            op,
+            rng,
+            n_random,
+            &prime_edges::<ark_bls12_381::FrConfig, 4>(),
+        ),
+        Kind::Fp => field_case::<Fp, _>(
+            backend,
+            kind,
+            op,
+            rng,
+            n_random,
+            &prime_edges::<ark_bls12_381::FqConfig, 6>(),
+        ),
         Kind::Fp2 => field_case::<Fp2, _>(backend, kind, op, rng, n_random, &fp2_edges()),
         Kind::G1 => point_case::<ark_bls12_381::g1::Config, _>(backend, kind, op, rng, n_random),
         Kind::G2 => point_case::<ark_bls12_381::g2::Config, _>(backend, kind, op, rng, n_random),
@@ -109,7 +129,8 @@ fn run<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default + Clone>(
     b: &[B],
 ) -> Result<Vec<O>, String> {
     let mut out = vec![O::default(); a.len()];
-    ops::apply(backend, kind, op, a, b, &mut out).map_err(|e| format!("{kind:?} {op:?} on {backend:?}: {e}"))?;
+    ops::apply(backend, kind, op, a, b, &mut out)
+        .map_err(|e| format!("{kind:?} {op:?} on {backend:?}: {e}"))?;
     Ok(out)
 }
 
@@ -167,18 +188,28 @@ fn field_case<F: Field + DeviceRepr + Default, R: Rng>(
             while e.len() < a.len() {
                 e.push((0..words).map(|_| rng.gen()).collect());
             }
-            let e: Vec<Vec<u64>> = e.into_iter().map(|mut w| {
-                w.resize(words, 0);
-                w
-            }).collect();
+            let e: Vec<Vec<u64>> = e
+                .into_iter()
+                .map(|mut w| {
+                    w.resize(words, 0);
+                    w
+                })
+                .collect();
             let flat: Vec<u64> = e.iter().flatten().copied().collect();
             // The exponent operand is bytes-compatible with BigInt<words>.
             let out: Vec<F> = match words {
-                4 => run(backend, kind, op, &a, as_bigints::<4>(&flat), )?,
+                4 => run(backend, kind, op, &a, as_bigints::<4>(&flat))?,
                 6 => run(backend, kind, op, &a, as_bigints::<6>(&flat))?,
                 _ => return Err(format!("{kind:?} has no Pow")),
             };
-            compare(kind, op, |i| (a[i], &e[i]), &out, |i| a[i].pow(&e[i]), |o, e| o == e)
+            compare(
+                kind,
+                op,
+                |i| (a[i], &e[i]),
+                &out,
+                |i| a[i].pow(&e[i]),
+                |o, e| o == e,
+            )
         }
         Op::Neg | Op::Sqr | Op::Inv => {
             let out: Vec<F> = run(backend, kind, op, &a, &[] as &[F])?;
@@ -196,7 +227,14 @@ fn field_case<F: Field + DeviceRepr + Default, R: Rng>(
                 Op::Sub => x - y,
                 _ => x * y,
             };
-            compare(kind, op, |i| (a[i], b[i]), &out, |i| f(a[i], b[i]), |o, e| o == e)
+            compare(
+                kind,
+                op,
+                |i| (a[i], b[i]),
+                &out,
+                |i| f(a[i], b[i]),
+                |o, e| o == e,
+            )
         }
     }
 }
@@ -254,7 +292,13 @@ pub fn random_points<P: SWCurveConfig, R: Rng>(rng: &mut R, n: usize) -> Vec<Aff
     Projective::normalize_batch(&walk)
 }
 
-fn point_case<P: SWCurveConfig, R: Rng>(backend: Backend, kind: Kind, op: Op, rng: &mut R, n: usize) -> Result<usize, String>
+fn point_case<P: SWCurveConfig, R: Rng>(
+    backend: Backend,
+    kind: Kind,
+    op: Op,
+    rng: &mut R,
+    n: usize,
+) -> Result<usize, String>
 where
     Affine<P>: DeviceRepr,
     Projective<P>: DeviceRepr,
@@ -266,7 +310,16 @@ where
     let o = Affine::<P>::identity();
     // Operand pairs as affine points: identity with itself and others,
     // P == Q, P == -Q, the generator, then random pairs (one in eight equal).
-    let mut pa = vec![o, o, p, p, p, p, g.into_affine(), (g.double()).into_affine()];
+    let mut pa = vec![
+        o,
+        o,
+        p,
+        p,
+        p,
+        p,
+        g.into_affine(),
+        (g.double()).into_affine(),
+    ];
     let mut pb = vec![o, p, o, p, -p, q, g.into_affine(), -(g.into_affine())];
     let ra = random_points::<P, R>(rng, n);
     let rb = random_points::<P, R>(rng, n);
@@ -282,26 +335,59 @@ where
             let out: Vec<Projective<P>> = match op {
                 Op::JacDbl => run(backend, kind, op, &a, &[] as &[Projective<P>])?,
                 Op::JacAdd => {
-                    let b: Vec<Projective<P>> = pb.iter().map(|x| jacobian(x, nonzero(rng))).collect();
+                    let b: Vec<Projective<P>> =
+                        pb.iter().map(|x| jacobian(x, nonzero(rng))).collect();
                     run(backend, kind, op, &a, &b)?
                 }
                 _ => run(backend, kind, op, &a, &pb)?,
             };
-            let want = |i| if op == Op::JacDbl { want_dbl(i) } else { want_add(i) };
-            compare(kind, op, |i| (pa[i], pb[i]), &out, want, |o, e| o.into_affine() == *e)
+            let want = |i| {
+                if op == Op::JacDbl {
+                    want_dbl(i)
+                } else {
+                    want_add(i)
+                }
+            };
+            compare(
+                kind,
+                op,
+                |i| (pa[i], pb[i]),
+                &out,
+                want,
+                |o, e| o.into_affine() == *e,
+            )
         }
         _ => {
-            let a: Vec<Xyzz<P>> = pa.iter().map(|x| Xyzz::from_affine_scaled(x, nonzero(rng))).collect();
+            let a: Vec<Xyzz<P>> = pa
+                .iter()
+                .map(|x| Xyzz::from_affine_scaled(x, nonzero(rng)))
+                .collect();
             let out: Vec<Xyzz<P>> = match op {
                 Op::XyzzDbl => run(backend, kind, op, &a, &[] as &[Xyzz<P>])?,
                 Op::XyzzAdd => {
-                    let b: Vec<Xyzz<P>> = pb.iter().map(|x| Xyzz::from_affine_scaled(x, nonzero(rng))).collect();
+                    let b: Vec<Xyzz<P>> = pb
+                        .iter()
+                        .map(|x| Xyzz::from_affine_scaled(x, nonzero(rng)))
+                        .collect();
                     run(backend, kind, op, &a, &b)?
                 }
                 _ => run(backend, kind, op, &a, &pb)?,
             };
-            let want = |i| if op == Op::XyzzDbl { want_dbl(i) } else { want_add(i) };
-            compare(kind, op, |i| (pa[i], pb[i]), &out, want, |o, e| o.is_consistent() && o.to_affine() == *e)
+            let want = |i| {
+                if op == Op::XyzzDbl {
+                    want_dbl(i)
+                } else {
+                    want_add(i)
+                }
+            };
+            compare(
+                kind,
+                op,
+                |i| (pa[i], pb[i]),
+                &out,
+                want,
+                |o, e| o.is_consistent() && o.to_affine() == *e,
+            )
         }
     }
 }

@@ -25,7 +25,12 @@ fn free_bytes(mem: &DeviceMemory) -> u64 {
 
 /// Allocates `bytes` of u8 with `strategy`, writes it with a kernel and reads
 /// back one word to prove the memory and the device work.
-fn touch(mem: &Arc<DeviceMemory>, bytes: u64, strategy: Strategy, stream: &Stream) -> Result<cuzk_alloc::DeviceBuffer<u8>, Error> {
+fn touch(
+    mem: &Arc<DeviceMemory>,
+    bytes: u64,
+    strategy: Strategy,
+    stream: &Stream,
+) -> Result<cuzk_alloc::DeviceBuffer<u8>, Error> {
     let mut b = mem.alloc::<u8>(bytes as usize, strategy, stream, None)?;
     b.fill_words(0xC0DE_CAFE)?;
     stream.synchronize()?;
@@ -34,7 +39,9 @@ fn touch(mem: &Arc<DeviceMemory>, bytes: u64, strategy: Strategy, stream: &Strea
 
 #[test]
 fn async_frees_do_not_strand_a_later_sync_allocation() {
-    let Some(dev) = gpu_or_skip("async_frees_do_not_strand_a_later_sync_allocation") else { return };
+    let Some(dev) = gpu_or_skip("async_frees_do_not_strand_a_later_sync_allocation") else {
+        return;
+    };
     let _s = serial();
     // Pools keep everything they cache: the situation that strands memory.
     let mem = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
@@ -43,9 +50,16 @@ fn async_frees_do_not_strand_a_later_sync_allocation() {
     // Take all but 8 GiB through the async strategy, in 4 GiB blocks, then free.
     let block = 4 * GIB;
     let count = (start_free.saturating_sub(8 * GIB)) / block;
-    assert!(count >= 2, "need a card with > 16 GiB free, have {}", fmt_bytes(start_free));
+    assert!(
+        count >= 2,
+        "need a card with > 16 GiB free, have {}",
+        fmt_bytes(start_free)
+    );
     let blocks: Vec<_> = (0..count)
-        .map(|_| mem.alloc::<u8>(block as usize, Strategy::Async, &stream, None).unwrap())
+        .map(|_| {
+            mem.alloc::<u8>(block as usize, Strategy::Async, &stream, None)
+                .unwrap()
+        })
         .collect();
     drop(blocks);
     stream.synchronize().unwrap();
@@ -57,29 +71,43 @@ fn async_frees_do_not_strand_a_later_sync_allocation() {
         fmt_bytes(free_now),
         fmt_bytes(start_free)
     );
-    assert!(cached >= count * block, "the pool should still cache the freed blocks");
+    assert!(
+        cached >= count * block,
+        "the pool should still cache the freed blocks"
+    );
     // A sync allocation larger than what cudaMemGetInfo shows free: it fits
     // only once the pool is trimmed.
     let want = free_now + 4 * GIB;
     assert!(want < start_free - GIB);
-    let big = touch(&mem, want, Strategy::Sync, &stream).expect("sync allocation after async frees must succeed");
+    let big = touch(&mem, want, Strategy::Sync, &stream)
+        .expect("sync allocation after async frees must succeed");
     assert_eq!(big.bytes(), want);
     drop(big);
     mem.trim().unwrap();
     mem.check_all_returned().unwrap();
     let end_free = free_bytes(&mem);
-    assert!(end_free + MIB >= start_free, "free {} at the end, {} at the start", fmt_bytes(end_free), fmt_bytes(start_free));
+    assert!(
+        end_free + MIB >= start_free,
+        "free {} at the end, {} at the start",
+        fmt_bytes(end_free),
+        fmt_bytes(start_free)
+    );
 }
 
 #[test]
 fn too_large_an_allocation_is_an_error_and_the_device_stays_usable() {
-    let Some(dev) = gpu_or_skip("too_large_an_allocation_is_an_error_and_the_device_stays_usable") else { return };
+    let Some(dev) = gpu_or_skip("too_large_an_allocation_is_an_error_and_the_device_stays_usable")
+    else {
+        return;
+    };
     let _s = serial();
     let mem = DeviceMemory::new(dev, BudgetConfig::default(), 0).unwrap();
     let stream = Stream::new(dev).unwrap();
     let (_, total) = mem.mem_get_info().unwrap();
     for strategy in Strategy::ALL {
-        let e = mem.alloc::<u8>((total + GIB) as usize, strategy, &stream, None).unwrap_err();
+        let e = mem
+            .alloc::<u8>((total + GIB) as usize, strategy, &stream, None)
+            .unwrap_err();
         assert!(matches!(e, Error::OutOfMemory(_)), "{strategy:?}: {e}");
         assert!(e.to_string().contains("requested"), "{e}");
         eprintln!("{strategy:?}: {e}");
@@ -87,14 +115,24 @@ fn too_large_an_allocation_is_an_error_and_the_device_stays_usable() {
     // A request past what the budget allows but below the card, with no
     // margin and no budget in the way, goes to CUDA itself and must come back
     // as out-of-memory too once the pools are trimmed.
-    let nomargin = DeviceMemory::new(dev, BudgetConfig { margin_bytes: 0, cap_bytes: None }, 0).unwrap();
+    let nomargin = DeviceMemory::new(
+        dev,
+        BudgetConfig {
+            margin_bytes: 0,
+            cap_bytes: None,
+        },
+        0,
+    )
+    .unwrap();
     let free = free_bytes(&nomargin);
     match nomargin.alloc::<u8>(free as usize, Strategy::Sync, &stream, None) {
         Ok(b) => drop(b), // the driver found room for exactly all of it
         Err(e) => assert!(matches!(e, Error::OutOfMemory(_)), "{e}"),
     }
     // The next allocation and a kernel launch succeed.
-    let mut b = mem.alloc::<u32>(1 << 28, Strategy::Sync, &stream, None).unwrap();
+    let mut b = mem
+        .alloc::<u32>(1 << 28, Strategy::Sync, &stream, None)
+        .unwrap();
     b.fill_words(7).unwrap();
     let mut host = vec![0u32; 1 << 28];
     b.copy_to_host(&mut host).unwrap();
@@ -106,7 +144,11 @@ fn too_large_an_allocation_is_an_error_and_the_device_stays_usable() {
 
 #[test]
 fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
-    let Some(dev) = gpu_or_skip("random_cycles_from_four_threads_with_injected_failures_leak_nothing") else { return };
+    let Some(dev) =
+        gpu_or_skip("random_cycles_from_four_threads_with_injected_failures_leak_nothing")
+    else {
+        return;
+    };
     let _s = serial();
     let mem = DeviceMemory::new(dev, BudgetConfig::default(), 64 * MIB).unwrap();
     let streams: Vec<Stream> = (0..4).map(|_| Stream::new(dev).unwrap()).collect();
@@ -156,7 +198,10 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
         total = (total.0 + ok, total.1 + failed);
     }
     mem.inject_failures(0);
-    eprintln!("1000 cycles: {} allocations, {} failures (injected every 7th)", total.0, total.1);
+    eprintln!(
+        "1000 cycles: {} allocations, {} failures (injected every 7th)",
+        total.0, total.1
+    );
     assert_eq!(total.0 + total.1, 1000);
     assert!(total.1 >= 100, "the injector must have fired");
     let stats = mem.stats();
@@ -174,9 +219,19 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
 
 #[test]
 fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
-    let Some(dev) = gpu_or_skip("two_workers_share_a_16_gib_cap_without_out_of_memory") else { return };
+    let Some(dev) = gpu_or_skip("two_workers_share_a_16_gib_cap_without_out_of_memory") else {
+        return;
+    };
     let _s = serial();
-    let mem = DeviceMemory::new(dev, BudgetConfig { margin_bytes: 512 * MIB, cap_bytes: Some(16 * GIB) }, 0).unwrap();
+    let mem = DeviceMemory::new(
+        dev,
+        BudgetConfig {
+            margin_bytes: 512 * MIB,
+            cap_bytes: Some(16 * GIB),
+        },
+        0,
+    )
+    .unwrap();
     assert_eq!(mem.budget().workers_that_fit(12 * GIB).unwrap(), 1);
     // Worker A waits for a whole 12 GiB working set; worker B shrinks its
     // chunk to what fits when the full set does not.
@@ -187,7 +242,8 @@ fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
             let r = if shrink {
                 mem.budget().reserve_up_to(GIB, 12 * GIB, 256 * MIB)?
             } else {
-                mem.budget().reserve_wait(12 * GIB, Duration::from_secs(120))?
+                mem.budget()
+                    .reserve_wait(12 * GIB, Duration::from_secs(120))?
             };
             let chunk = r.bytes() / 3 & !(MIB - 1);
             let mut bufs = Vec::new();
@@ -206,7 +262,10 @@ fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
     let b = run(true);
     let c = run(false);
     let (a, b, c) = (a.join().unwrap(), b.join().unwrap(), c.join().unwrap());
-    eprintln!("working sets: A {:?}, B (shrinking) {:?}, C (waiting) {:?}", a, b, c);
+    eprintln!(
+        "working sets: A {:?}, B (shrinking) {:?}, C (waiting) {:?}",
+        a, b, c
+    );
     assert_eq!(a.unwrap(), 12 * GIB);
     assert!(b.unwrap() >= GIB);
     assert_eq!(c.unwrap(), 12 * GIB);
@@ -217,14 +276,18 @@ fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
 
 #[test]
 fn pinned_and_registered_host_memory_round_trip() {
-    let Some(dev) = gpu_or_skip("pinned_and_registered_host_memory_round_trip") else { return };
+    let Some(dev) = gpu_or_skip("pinned_and_registered_host_memory_round_trip") else {
+        return;
+    };
     let _s = serial();
     let mem = DeviceMemory::from_env(dev).unwrap();
     let stream = Stream::new(dev).unwrap();
     let mut rng = rng("pinned_and_registered_host_memory_round_trip");
     let mut pinned = cuzk_alloc::PinnedBuffer::<u8>::new(1 << 24).unwrap();
     rng.fill(&mut pinned[..]);
-    let mut d = mem.alloc::<u8>(1 << 24, Strategy::Async, &stream, None).unwrap();
+    let mut d = mem
+        .alloc::<u8>(1 << 24, Strategy::Async, &stream, None)
+        .unwrap();
     d.copy_from_host(&pinned).unwrap();
     let mut back = vec![0u8; 1 << 24];
     {

@@ -12,7 +12,9 @@ const RANDOM_CASES: usize = 1 << 16;
 
 #[test]
 fn every_op_matches_arkworks_on_the_gpu() {
-    let Some(device) = gpu_or_skip("every_op_matches_arkworks_on_the_gpu") else { return };
+    let Some(device) = gpu_or_skip("every_op_matches_arkworks_on_the_gpu") else {
+        return;
+    };
     let mut rng = rng("every_op_matches_arkworks_on_the_gpu");
     let mut failures = Vec::new();
     let mut total = 0;
@@ -25,24 +27,52 @@ fn every_op_matches_arkworks_on_the_gpu() {
             Err(e) => failures.push(e),
         }
     }
-    eprintln!("gpu field/point ops: {total} cases checked over {} operations", ALL_OPS.len());
-    assert!(failures.is_empty(), "{} operations differ from arkworks:\n{}", failures.len(), failures.join("\n"));
+    eprintln!(
+        "gpu field/point ops: {total} cases checked over {} operations",
+        ALL_OPS.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} operations differ from arkworks:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn gpu_bad_device_is_an_error_and_the_gpu_stays_usable() {
-    let Some(device) = gpu_or_skip("gpu_bad_device_is_an_error_and_the_gpu_stays_usable") else { return };
+    let Some(device) = gpu_or_skip("gpu_bad_device_is_an_error_and_the_gpu_stays_usable") else {
+        return;
+    };
     let a = [Fr::from(3u64); 8];
     let mut out = [Fr::from(0u64); 8];
-    let e = ops::apply(Backend::Gpu { device: 1 << 20 }, Kind::Fr, Op::Sqr, &a, &[] as &[Fr], &mut out).unwrap_err();
+    let e = ops::apply(
+        Backend::Gpu { device: 1 << 20 },
+        Kind::Fr,
+        Op::Sqr,
+        &a,
+        &[] as &[Fr],
+        &mut out,
+    )
+    .unwrap_err();
     assert!(!e.to_string().is_empty());
-    ops::apply(Backend::Gpu { device }, Kind::Fr, Op::Sqr, &a, &[] as &[Fr], &mut out).unwrap();
+    ops::apply(
+        Backend::Gpu { device },
+        Kind::Fr,
+        Op::Sqr,
+        &a,
+        &[] as &[Fr],
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(out, [Fr::from(9u64); 8]);
 }
 
 #[test]
 fn gpu_device_info_is_sane() {
-    let Some(device) = gpu_or_skip("gpu_device_info_is_sane") else { return };
+    let Some(device) = gpu_or_skip("gpu_device_info_is_sane") else {
+        return;
+    };
     let info = cuzk_field::gpu::device_info(device).unwrap();
     eprintln!("{info:?}");
     assert!(info.sm_count > 0 && info.total_memory_bytes > (1 << 30));

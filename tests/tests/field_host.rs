@@ -53,7 +53,10 @@ fn mismatched_lengths_are_errors() {
     let b = [Fr::from(2u64); 2];
     let mut out = [Fr::from(0u64); 3];
     let e = ops::apply(Backend::Host, Kind::Fr, Op::Mul, &a, &b, &mut out).unwrap_err();
-    assert!(e.to_string().contains("b has 2 elements but a has 3"), "{e}");
+    assert!(
+        e.to_string().contains("b has 2 elements but a has 3"),
+        "{e}"
+    );
     let mut short = [Fr::from(0u64); 2];
     let e = ops::apply(Backend::Host, Kind::Fr, Op::Add, &a, &a, &mut short).unwrap_err();
     assert!(e.to_string().contains("out has 2 elements"), "{e}");
@@ -84,18 +87,39 @@ fn non_canonical_bytes_are_errors() {
     // r itself (the modulus) is not a canonical encoding.
     let mut a = Vec::new();
     for x in [1u64, 2] {
-        a.extend_from_slice(&ark_ff::BigInt::<4>::from(x).0.map(u64::to_le_bytes).concat());
+        a.extend_from_slice(
+            &ark_ff::BigInt::<4>::from(x)
+                .0
+                .map(u64::to_le_bytes)
+                .concat(),
+        );
     }
     let r = <Fr as ark_ff::PrimeField>::MODULUS;
     a.extend(r.0.iter().flat_map(|l| l.to_le_bytes()));
     let mut out = vec![0u8; a.len()];
     let e = ops::apply_bytes(Backend::Host, Kind::Fr, Op::Add, &a, &a, &mut out).unwrap_err();
     assert!(e.to_string().contains("field element 2"), "{e}");
-    let e = ops::apply_bytes(Backend::Host, Kind::Fr, Op::Add, &a[..40], &a[..40], &mut out[..40]).unwrap_err();
+    let e = ops::apply_bytes(
+        Backend::Host,
+        Kind::Fr,
+        Op::Add,
+        &a[..40],
+        &a[..40],
+        &mut out[..40],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("not a whole number"), "{e}");
     // Canonical bytes go through and give the right sum: Montgomery form is
     // linear, so raw limbs 1 + 1 = raw limbs 2, and 2 + 2 = 4.
-    ops::apply_bytes(Backend::Host, Kind::Fr, Op::Add, &a[..64], &a[..64], &mut out[..64]).unwrap();
+    ops::apply_bytes(
+        Backend::Host,
+        Kind::Fr,
+        Op::Add,
+        &a[..64],
+        &a[..64],
+        &mut out[..64],
+    )
+    .unwrap();
     assert_eq!(out[0], 2);
     assert_eq!(out[32], 4);
     assert!(out[1..32].iter().chain(&out[33..64]).all(|&b| b == 0));
@@ -104,7 +128,15 @@ fn non_canonical_bytes_are_errors() {
 #[test]
 fn empty_input_is_a_no_op() {
     let mut out: [Fr; 0] = [];
-    ops::apply(Backend::Host, Kind::Fr, Op::Mul, &[] as &[Fr], &[] as &[Fr], &mut out).unwrap();
+    ops::apply(
+        Backend::Host,
+        Kind::Fr,
+        Op::Mul,
+        &[] as &[Fr],
+        &[] as &[Fr],
+        &mut out,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -113,7 +145,14 @@ fn gpu_entry_points_without_gpu_say_why() {
     // error that names the cause, never a panic.
     let a = [Fr::from(3u64); 4];
     let mut out = [Fr::from(0u64); 4];
-    match ops::apply(Backend::Gpu { device: 0 }, Kind::Fr, Op::Sqr, &a, &[] as &[Fr], &mut out) {
+    match ops::apply(
+        Backend::Gpu { device: 0 },
+        Kind::Fr,
+        Op::Sqr,
+        &a,
+        &[] as &[Fr],
+        &mut out,
+    ) {
         Ok(()) => assert_eq!(out, [Fr::from(9u64); 4]),
         Err(e) => {
             assert!(e.is_no_gpu(), "unexpected error kind: {e}");

@@ -27,10 +27,19 @@ pub struct Args {
 /// Entry point of `cargo xtask bench`.
 pub fn run_bench(args: Args) -> Result<()> {
     let mut build = cargo();
-    build.args(["build", "--release", "-p", "cuzk-bench", "--bin", "cuzk-bench"]);
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "cuzk-bench",
+        "--bin",
+        "cuzk-bench",
+    ]);
     if gpu_present() {
         let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
-        build.env("NVCC", nvcc).args(["--features", "cuzk-field/cuda"]);
+        build
+            .env("NVCC", nvcc)
+            .args(["--features", "cuzk-field/cuda"]);
     } else {
         eprintln!("cargo xtask bench: no GPU found (nvidia-smi lists none); running the CPU paths");
     }
@@ -45,7 +54,9 @@ pub fn run_bench(args: Args) -> Result<()> {
     if let Some(o) = &args.only {
         bench.args(["--only", o]);
     }
-    let out = args.out.unwrap_or_else(|| root().join("target/cuzk-report"));
+    let out = args
+        .out
+        .unwrap_or_else(|| root().join("target/cuzk-report"));
     bench.arg("--out").arg(out);
     run(&mut bench)
 }

@@ -21,16 +21,24 @@ pub struct Args {
 
 /// Builds with `cargo <args> --message-format=json` and returns the paths of
 /// the executables it produced.
-fn build_executables(args: &[&str], nvcc: &Path, archs: &Option<String>) -> Result<Vec<(PathBuf, String)>> {
+fn build_executables(
+    args: &[&str],
+    nvcc: &Path,
+    archs: &Option<String>,
+) -> Result<Vec<(PathBuf, String)>> {
     let mut cmd = cargo();
     cmd.args(args);
     // `cargo bench` builds optimized already and takes no --release.
     if args[0] != "bench" {
         cmd.arg("--release");
     }
-    cmd.args(["--features", "cuzk-field/cuda", "--message-format=json-render-diagnostics"])
-        .env("NVCC", nvcc)
-        .stdout(Stdio::piped());
+    cmd.args([
+        "--features",
+        "cuzk-field/cuda",
+        "--message-format=json-render-diagnostics",
+    ])
+    .env("NVCC", nvcc)
+    .stdout(Stdio::piped());
     if let Some(a) = archs {
         cmd.env("CUZK_CUDA_ARCHS", a);
     }
@@ -41,7 +49,9 @@ fn build_executables(args: &[&str], nvcc: &Path, archs: &Option<String>) -> Resu
     }
     let mut exes = Vec::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
         if v["reason"] == "compiler-artifact" {
             if let Some(exe) = v["executable"].as_str() {
                 let kind = v["target"]["kind"][0].as_str().unwrap_or("").to_owned();
@@ -78,7 +88,10 @@ exec ./bin/cuzk-bench "$@"
 /// Entry point of `cargo xtask bundle`.
 pub fn run_bundle(args: Args) -> Result<()> {
     let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
-    let out = args.out.clone().unwrap_or_else(|| root().join("target/bundle"));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| root().join("target/bundle"));
     if out.exists() {
         std::fs::remove_dir_all(&out)?;
     }
@@ -96,8 +109,23 @@ pub fn run_bundle(args: Args) -> Result<()> {
         let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
         copy_stripped(exe, &out.join("tests").join(short))?;
     }
-    let bins = build_executables(&["build", "-p", "cuzk-bench", "--bin", "cuzk-bench"], &nvcc, &args.archs)?;
-    let criterion = build_executables(&["bench", "--workspace", "--exclude", "xtask", "--benches", "--no-run"], &nvcc, &args.archs)?;
+    let bins = build_executables(
+        &["build", "-p", "cuzk-bench", "--bin", "cuzk-bench"],
+        &nvcc,
+        &args.archs,
+    )?;
+    let criterion = build_executables(
+        &[
+            "bench",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--benches",
+            "--no-run",
+        ],
+        &nvcc,
+        &args.archs,
+    )?;
     std::fs::create_dir_all(out.join("benches"))?;
     for (exe, kind) in &criterion {
         if kind != "bench" {
@@ -115,7 +143,10 @@ pub fn run_bundle(args: Args) -> Result<()> {
         std::fs::write(&p, text)?;
         make_executable(&p)?;
     }
-    let bytes: u64 = walk(&out)?.iter().map(|p| p.metadata().map(|m| m.len()).unwrap_or(0)).sum();
+    let bytes: u64 = walk(&out)?
+        .iter()
+        .map(|p| p.metadata().map(|m| m.len()).unwrap_or(0))
+        .sum();
     println!(
         "bundle: {} ({} test executables, {:.1} MiB)",
         out.display(),
@@ -125,12 +156,12 @@ pub fn run_bundle(args: Args) -> Result<()> {
     Ok(())
 }
 
-
-
 fn copy_stripped(from: &Path, to: &Path) -> Result<()> {
     std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
     // Debug info is most of a test binary's size; the bundle must stay small.
-    let _ = run(std::process::Command::new("strip").arg("--strip-debug").arg(to));
+    let _ = run(std::process::Command::new("strip")
+        .arg("--strip-debug")
+        .arg(to));
     Ok(())
 }
 

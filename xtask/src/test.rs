@@ -7,8 +7,8 @@
 //! GPU tests skip with a printed reason where there is no GPU, and fail
 //! instead when `CUZK_REQUIRE_GPU=1`.
 
-use crate::util::{cargo, run};
 use crate::toolkit;
+use crate::util::{cargo, run};
 use anyhow::Result;
 
 /// Arguments of `cargo xtask test`.
@@ -33,13 +33,18 @@ pub fn run_tests(args: Args) -> Result<()> {
         env.push(("NVCC", root.join("bin/nvcc").display().to_string()));
         &["--features", "cuzk-field/cuda"]
     };
-    env.push(("LIBCLANG_PATH", toolkit::ensure_libclang()?.display().to_string()));
+    env.push((
+        "LIBCLANG_PATH",
+        toolkit::ensure_libclang()?.display().to_string(),
+    ));
 
     let with_env = |mut c: std::process::Command| {
         c.envs(env.iter().map(|(k, v)| (k, v)));
         c
     };
-    run(with_env(cargo()).args(["test", "--workspace"]).args(features))?;
+    run(with_env(cargo())
+        .args(["test", "--workspace"])
+        .args(features))?;
     if !args.no_lint {
         run(with_env(cargo())
             .args(["clippy", "--workspace", "--all-targets"])
@@ -50,5 +55,3 @@ pub fn run_tests(args: Args) -> Result<()> {
     println!("cargo xtask test: all steps passed");
     Ok(())
 }
-
-

@@ -21,11 +21,17 @@ fn pip_install(dir: &Path, wheels: &[(&str, &str)], marker: &Path) -> Result<()>
         .find(|p| Command::new(p).arg("--version").output().is_ok())
         .context("python3 with pip is needed to install the CUDA toolkit wheels; install it")?;
     let mut cmd = Command::new(python);
-    cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-        .args(["--no-deps", "--upgrade", "--target"])
-        .arg(dir)
-        .args(wheels.iter().map(|(n, v)| format!("{n}=={v}")))
-        .env("PIP_ROOT_USER_ACTION", "ignore");
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args(["--no-deps", "--upgrade", "--target"])
+    .arg(dir)
+    .args(wheels.iter().map(|(n, v)| format!("{n}=={v}")))
+    .env("PIP_ROOT_USER_ACTION", "ignore");
     run(&mut cmd).context("pip could not install the wheels (is PyPI reachable?)")?;
     std::fs::write(marker, "installed by cargo xtask\n")?;
     Ok(())
@@ -40,11 +46,17 @@ pub fn ensure_cuda() -> Result<PathBuf> {
         return Ok(tk.root);
     }
     let dir = project_toolkit_dir();
-    eprintln!("installing the CUDA 13.0 toolkit wheels into {}", dir.display());
+    eprintln!(
+        "installing the CUDA 13.0 toolkit wheels into {}",
+        dir.display()
+    );
     pip_install(&dir, TOOLKIT_WHEELS, &dir.join(".cuzk-installed"))?;
     let root = project_toolkit_root(&dir);
     if !root.join("bin/nvcc").is_file() {
-        bail!("the wheels installed but {} has no bin/nvcc", root.display());
+        bail!(
+            "the wheels installed but {} has no bin/nvcc",
+            root.display()
+        );
     }
     Ok(root)
 }
@@ -64,7 +76,10 @@ pub fn ensure_libclang() -> Result<PathBuf> {
     pip_install(&dir, &[LIBCLANG_WHEEL], &dir.join(".cuzk-installed"))?;
     let lib = dir.join("clang").join("native");
     if !lib.join("libclang.so").is_file() {
-        bail!("the libclang wheel installed but {} has no libclang.so", lib.display());
+        bail!(
+            "the libclang wheel installed but {} has no libclang.so",
+            lib.display()
+        );
     }
     Ok(lib)
 }

@@ -19,13 +19,19 @@ fn bench(c: &mut Criterion) {
     for strategy in Strategy::ALL {
         for shift in [20u32, 24, 28, 32] {
             let bytes = 1usize << shift;
-            g.bench_with_input(BenchmarkId::new(format!("{strategy:?}"), bytes >> 20), &bytes, |b, &bytes| {
-                b.iter(|| {
-                    let buf = mem.alloc::<u8>(bytes, strategy, &stream, None).expect("alloc");
-                    drop(buf);
-                    stream.synchronize().expect("sync");
-                })
-            });
+            g.bench_with_input(
+                BenchmarkId::new(format!("{strategy:?}"), bytes >> 20),
+                &bytes,
+                |b, &bytes| {
+                    b.iter(|| {
+                        let buf = mem
+                            .alloc::<u8>(bytes, strategy, &stream, None)
+                            .expect("alloc");
+                        drop(buf);
+                        stream.synchronize().expect("sync");
+                    })
+                },
+            );
         }
     }
     g.finish();

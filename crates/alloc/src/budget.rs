@@ -49,14 +49,14 @@ impl BudgetConfig {
     pub fn from_env() -> Result<Self> {
         let mut c = BudgetConfig::default();
         if let Ok(v) = std::env::var("CUZK_DEVICE_MEMORY_LIMIT") {
-            c.cap_bytes = Some(parse_bytes(&v).map_err(|e| {
-                Error::InvalidArgument(format!("CUZK_DEVICE_MEMORY_LIMIT: {e}"))
-            })?);
+            c.cap_bytes =
+                Some(parse_bytes(&v).map_err(|e| {
+                    Error::InvalidArgument(format!("CUZK_DEVICE_MEMORY_LIMIT: {e}"))
+                })?);
         }
         if let Ok(v) = std::env::var("CUZK_DEVICE_MEMORY_MARGIN") {
-            c.margin_bytes = parse_bytes(&v).map_err(|e| {
-                Error::InvalidArgument(format!("CUZK_DEVICE_MEMORY_MARGIN: {e}"))
-            })?;
+            c.margin_bytes = parse_bytes(&v)
+                .map_err(|e| Error::InvalidArgument(format!("CUZK_DEVICE_MEMORY_MARGIN: {e}")))?;
         }
         Ok(c)
     }
@@ -74,16 +74,20 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{text}` is not a byte count (expected e.g. 16GiB, 512MiB, 1073741824)"))?;
+    let value: f64 = num.parse().map_err(|_| {
+        format!("`{text}` is not a byte count (expected e.g. 16GiB, 512MiB, 1073741824)")
+    })?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        u => return Err(format!("`{text}`: unknown unit `{u}` (use B, KiB, MiB, GiB or TiB)")),
+        u => {
+            return Err(format!(
+                "`{text}`: unknown unit `{u}` (use B, KiB, MiB, GiB or TiB)"
+            ))
+        }
     };
     Ok((value * (1u64 << shift) as f64) as u64)
 }
@@ -205,7 +209,8 @@ pub struct ReservationUse {
 
 impl Drop for ReservationUse {
     fn drop(&mut self) {
-        self.used.fetch_sub(self.bytes, std::sync::atomic::Ordering::SeqCst);
+        self.used
+            .fetch_sub(self.bytes, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -246,7 +251,9 @@ impl Budget {
     pub fn limit_bytes(&self) -> Result<u64> {
         let (_, total) = self.inner.source.mem_info()?;
         let c = &self.inner.config;
-        Ok(c.cap_bytes.map_or(total, |cap| cap.min(total)).saturating_sub(c.margin_bytes))
+        Ok(c.cap_bytes
+            .map_or(total, |cap| cap.min(total))
+            .saturating_sub(c.margin_bytes))
     }
 
     /// Bytes a new claim could get now: the limit less live claims, and no
@@ -262,7 +269,10 @@ impl Budget {
     fn available_locked(&self, st: &State) -> Result<u64> {
         let (free, total) = self.inner.source.mem_info()?;
         let c = &self.inner.config;
-        let limit = c.cap_bytes.map_or(total, |cap| cap.min(total)).saturating_sub(c.margin_bytes);
+        let limit = c
+            .cap_bytes
+            .map_or(total, |cap| cap.min(total))
+            .saturating_sub(c.margin_bytes);
         Ok(limit
             .saturating_sub(st.claimed)
             .min(free.saturating_sub(c.margin_bytes)))
@@ -340,7 +350,12 @@ impl Budget {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`] when not even `min_bytes` is available.
-    pub fn reserve_up_to(&self, min_bytes: u64, max_bytes: u64, granule_bytes: u64) -> Result<Reservation> {
+    pub fn reserve_up_to(
+        &self,
+        min_bytes: u64,
+        max_bytes: u64,
+        granule_bytes: u64,
+    ) -> Result<Reservation> {
         let g = granule_bytes.max(1);
         let mut st = self.state();
         let avail = self.available_locked(&st)?;
@@ -369,7 +384,9 @@ impl Budget {
     /// device's memory figures cannot be read.
     pub fn workers_that_fit(&self, per_worker_bytes: u64) -> Result<u64> {
         if per_worker_bytes == 0 {
-            return Err(Error::InvalidArgument("workers_that_fit: per-worker working set of 0 bytes".into()));
+            return Err(Error::InvalidArgument(
+                "workers_that_fit: per-worker working set of 0 bytes".into(),
+            ));
         }
         let (free, _) = self.inner.source.mem_info()?;
         let usable = self
@@ -384,9 +401,16 @@ impl Budget {
     /// # Errors
     /// [`Error::InvalidArgument`] for `element_bytes == 0`; when the device's
     /// memory figures cannot be read.
-    pub fn chunk_elements(&self, element_bytes: u64, fixed_bytes: u64, max_elements: u64) -> Result<u64> {
+    pub fn chunk_elements(
+        &self,
+        element_bytes: u64,
+        fixed_bytes: u64,
+        max_elements: u64,
+    ) -> Result<u64> {
         if element_bytes == 0 {
-            return Err(Error::InvalidArgument("chunk_elements: element size of 0 bytes".into()));
+            return Err(Error::InvalidArgument(
+                "chunk_elements: element size of 0 bytes".into(),
+            ));
         }
         Ok((self.available_bytes()?.saturating_sub(fixed_bytes) / element_bytes).min(max_elements))
     }
@@ -459,7 +483,12 @@ mod tests {
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
 
-    fn budget(total: u64, used: u64, cap: Option<u64>, margin: u64) -> (Budget, Arc<SimulatedDevice>) {
+    fn budget(
+        total: u64,
+        used: u64,
+        cap: Option<u64>,
+        margin: u64,
+    ) -> (Budget, Arc<SimulatedDevice>) {
         let dev = SimulatedDevice::new(total, used);
         let b = Budget::new(
             BudgetConfig {
@@ -478,8 +507,12 @@ mod tests {
         assert_eq!(parse_bytes(" 512 MiB ").unwrap(), 512 * MIB);
         assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 * GIB / 2);
         assert_eq!(parse_bytes("4096").unwrap(), 4096);
-        assert!(parse_bytes("lots").unwrap_err().contains("not a byte count"));
-        assert!(parse_bytes("3 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_bytes("lots")
+            .unwrap_err()
+            .contains("not a byte count"));
+        assert!(parse_bytes("3 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
     }
 
     #[test]
@@ -507,7 +540,11 @@ mod tests {
         assert_eq!(b.claimed_bytes(), 10 * GIB);
         let e = b.try_reserve(7 * GIB).unwrap_err();
         assert!(matches!(e, Error::OutOfMemory(_)));
-        assert!(e.to_string().contains("requested 7.00 GiB, available 6.00 GiB"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("requested 7.00 GiB, available 6.00 GiB"),
+            "{e}"
+        );
         let r2 = b.try_reserve(6 * GIB).unwrap();
         drop(r1);
         assert_eq!(b.claimed_bytes(), 6 * GIB);
@@ -521,7 +558,11 @@ mod tests {
         let (b, _) = budget(16 * GIB, 0, None, 0);
         let r = b.try_reserve(4 * GIB).unwrap();
         let u1 = r.take(3 * GIB).unwrap();
-        assert!(r.take(2 * GIB).unwrap_err().to_string().contains("3.00 GiB already in use"));
+        assert!(r
+            .take(2 * GIB)
+            .unwrap_err()
+            .to_string()
+            .contains("3.00 GiB already in use"));
         let u2 = r.take(GIB).unwrap();
         assert_eq!(r.used_bytes(), 4 * GIB);
         drop(u1);
@@ -543,9 +584,15 @@ mod tests {
         let (b, _) = budget(16 * GIB, 0, Some(16 * GIB), 512 * MIB);
         let first = b.try_reserve(12 * GIB).unwrap();
         let b2 = b.clone();
-        let waiter = std::thread::spawn(move || b2.reserve_wait(12 * GIB, Duration::from_secs(10)).map(|r| r.bytes()));
+        let waiter = std::thread::spawn(move || {
+            b2.reserve_wait(12 * GIB, Duration::from_secs(10))
+                .map(|r| r.bytes())
+        });
         std::thread::sleep(Duration::from_millis(100));
-        assert!(!waiter.is_finished(), "the second worker must wait, not fail");
+        assert!(
+            !waiter.is_finished(),
+            "the second worker must wait, not fail"
+        );
         drop(first);
         assert_eq!(waiter.join().unwrap().unwrap(), 12 * GIB);
         assert_eq!(b.claimed_bytes(), 0);
@@ -556,11 +603,18 @@ mod tests {
         let (b, _) = budget(16 * GIB, 0, None, 512 * MIB);
         let _held = b.try_reserve(12 * GIB).unwrap();
         let t = Instant::now();
-        assert!(b.reserve_wait(12 * GIB, Duration::from_millis(120)).is_err());
+        assert!(b
+            .reserve_wait(12 * GIB, Duration::from_millis(120))
+            .is_err());
         assert!(t.elapsed() >= Duration::from_millis(100));
         let t = Instant::now();
-        let e = b.reserve_wait(17 * GIB, Duration::from_secs(60)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(1), "impossible requests must not wait");
+        let e = b
+            .reserve_wait(17 * GIB, Duration::from_secs(60))
+            .unwrap_err();
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "impossible requests must not wait"
+        );
         assert!(e.to_string().contains("requested 17.00 GiB"), "{e}");
     }
 
@@ -574,7 +628,10 @@ mod tests {
         assert_eq!(b.workers_that_fit(20 * GIB).unwrap(), 0);
         assert!(b.workers_that_fit(0).is_err());
         // 15.5 GiB available, 1.5 GiB fixed: 14 GiB of 32-byte elements.
-        assert_eq!(b.chunk_elements(32, 3 * GIB / 2, u64::MAX).unwrap(), 14 * GIB / 32);
+        assert_eq!(
+            b.chunk_elements(32, 3 * GIB / 2, u64::MAX).unwrap(),
+            14 * GIB / 32
+        );
         assert_eq!(b.chunk_elements(32, 0, 1000).unwrap(), 1000);
         assert!(b.chunk_elements(0, 0, 10).is_err());
         let (b, _) = budget(16 * GIB, 0, Some(16 * GIB), 512 * MIB);

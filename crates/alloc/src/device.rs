@@ -43,7 +43,12 @@ pub enum Strategy {
 
 impl Strategy {
     /// All strategies.
-    pub const ALL: [Strategy; 4] = [Strategy::Sync, Strategy::Async, Strategy::AsyncDedicated, Strategy::Unified];
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Sync,
+        Strategy::Async,
+        Strategy::AsyncDedicated,
+        Strategy::Unified,
+    ];
 
     fn index(self) -> usize {
         self as usize
@@ -84,14 +89,22 @@ impl Stream {
         // SAFETY: out-pointer valid for the call.
         check(unsafe { sys::cuzk_stream_create(device, &mut raw) })?;
         Ok(Stream {
-            inner: Arc::new(StreamInner { device, raw: Ptr(raw), owned: true }),
+            inner: Arc::new(StreamInner {
+                device,
+                raw: Ptr(raw),
+                owned: true,
+            }),
         })
     }
 
     /// The legacy default stream of `device` (never destroyed).
     pub fn legacy_default(device: i32) -> Stream {
         Stream {
-            inner: Arc::new(StreamInner { device, raw: Ptr(std::ptr::null_mut()), owned: false }),
+            inner: Arc::new(StreamInner {
+                device,
+                raw: Ptr(std::ptr::null_mut()),
+                owned: false,
+            }),
         }
     }
 
@@ -227,7 +240,10 @@ pub struct DeviceMemory {
 
 impl std::fmt::Debug for DeviceMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceMemory").field("device", &self.device).field("budget", &self.budget).finish()
+        f.debug_struct("DeviceMemory")
+            .field("device", &self.device)
+            .field("budget", &self.budget)
+            .finish()
     }
 }
 
@@ -239,15 +255,27 @@ impl DeviceMemory {
     /// # Errors
     /// [`Error::NoCudaBuild`], [`Error::NoDevice`] or [`Error::Cuda`] when
     /// the device cannot be queried.
-    pub fn new(device: i32, config: BudgetConfig, release_threshold_bytes: u64) -> Result<Arc<DeviceMemory>> {
+    pub fn new(
+        device: i32,
+        config: BudgetConfig,
+        release_threshold_bytes: u64,
+    ) -> Result<Arc<DeviceMemory>> {
         mem_info(device)?;
         let mut default = std::ptr::null_mut();
         // SAFETY: out-pointer valid.
         check(unsafe { sys::cuzk_pool_default(device, &mut default) })?;
         // SAFETY: the device's default pool is valid while the device is.
-        check(unsafe { sys::cuzk_pool_set_release_threshold(device, default, release_threshold_bytes) })?;
-        let pools = Arc::new(Mutex::new(Pools { default: Some(Ptr(default)), dedicated: None }));
-        let source = RealSource { device, pools: pools.clone() };
+        check(unsafe {
+            sys::cuzk_pool_set_release_threshold(device, default, release_threshold_bytes)
+        })?;
+        let pools = Arc::new(Mutex::new(Pools {
+            default: Some(Ptr(default)),
+            dedicated: None,
+        }));
+        let source = RealSource {
+            device,
+            pools: pools.clone(),
+        };
         Ok(Arc::new(DeviceMemory {
             device,
             budget: Budget::new(config, Box::new(source)),
@@ -337,7 +365,10 @@ impl DeviceMemory {
             )
         };
         let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        let reserved = |p: Option<Ptr>| p.and_then(|p| pool_usage(self.device, p).ok()).map_or(0, |(r, _)| r);
+        let reserved = |p: Option<Ptr>| {
+            p.and_then(|p| pool_usage(self.device, p).ok())
+                .map_or(0, |(r, _)| r)
+        };
         Stats {
             per_strategy: Strategy::ALL.map(per),
             default_pool_reserved_bytes: reserved(pools.default),
@@ -356,7 +387,10 @@ impl DeviceMemory {
         if s.in_use_bytes() == 0 && s.budget_claimed_bytes == 0 {
             return Ok(());
         }
-        Err(Error::Internal(format!("device {} memory not all returned: {s:?}", self.device)))
+        Err(Error::Internal(format!(
+            "device {} memory not all returned: {s:?}",
+            self.device
+        )))
     }
 
     /// Allocates `len` elements of `T` with `strategy`, ordered on `stream`.
@@ -404,7 +438,9 @@ impl DeviceMemory {
         }
         let bytes = (len as u64)
             .checked_mul(std::mem::size_of::<T>() as u64)
-            .ok_or_else(|| Error::InvalidArgument(format!("{len} elements overflow a byte count")))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{len} elements overflow a byte count"))
+            })?;
         let period = self.injector.period.load(SeqCst);
         if period > 0 && (self.injector.count.fetch_add(1, SeqCst) + 1) % period == 0 {
             return Err(Error::OutOfMemory(format!(
@@ -413,8 +449,12 @@ impl DeviceMemory {
             )));
         }
         let claim = match reservation {
-            Some(r) => Claim::Within { _held: r.take(bytes)? },
-            None => Claim::Own { _held: self.budget.try_reserve(bytes)? },
+            Some(r) => Claim::Within {
+                _held: r.take(bytes)?,
+            },
+            None => Claim::Own {
+                _held: self.budget.try_reserve(bytes)?,
+            },
         };
         if strategy == Strategy::Unified {
             let (free, _) = mem_info(self.device)?;
@@ -470,12 +510,20 @@ impl DeviceMemory {
         let s = unsafe {
             match strategy {
                 Strategy::Sync => sys::cuzk_malloc(self.device, bytes, &mut p),
-                Strategy::Async => sys::cuzk_malloc_async(self.device, bytes, std::ptr::null_mut(), stream.as_raw(), &mut p),
+                Strategy::Async => sys::cuzk_malloc_async(
+                    self.device,
+                    bytes,
+                    std::ptr::null_mut(),
+                    stream.as_raw(),
+                    &mut p,
+                ),
                 Strategy::AsyncDedicated => {
                     let pool = self.dedicated_pool()?;
                     sys::cuzk_malloc_async(self.device, bytes, pool.0, stream.as_raw(), &mut p)
                 }
-                Strategy::Unified => sys::cuzk_malloc_managed(self.device, bytes, stream.as_raw(), &mut p),
+                Strategy::Unified => {
+                    sys::cuzk_malloc_managed(self.device, bytes, stream.as_raw(), &mut p)
+                }
             }
         };
         check(s)?;
@@ -488,7 +536,9 @@ impl DeviceMemory {
         let s = unsafe {
             match strategy {
                 Strategy::Sync | Strategy::Unified => sys::cuzk_free(self.device, ptr.0),
-                Strategy::Async | Strategy::AsyncDedicated => sys::cuzk_free_async(self.device, ptr.0, stream.as_raw()),
+                Strategy::Async | Strategy::AsyncDedicated => {
+                    sys::cuzk_free_async(self.device, ptr.0, stream.as_raw())
+                }
             }
         };
         let c = &self.counters[strategy.index()];
@@ -586,7 +636,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         }
         // SAFETY: both ranges hold `bytes` bytes; the copy completes before return.
         check(unsafe {
-            sys::cuzk_memcpy_async(self.memory.device, self.ptr.0, src.as_ptr().cast(), self.bytes, self.stream.as_raw())
+            sys::cuzk_memcpy_async(
+                self.memory.device,
+                self.ptr.0,
+                src.as_ptr().cast(),
+                self.bytes,
+                self.stream.as_raw(),
+            )
         })?;
         self.stream.synchronize()
     }
@@ -605,7 +661,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         }
         // SAFETY: both ranges hold `bytes` bytes; the copy completes before return.
         check(unsafe {
-            sys::cuzk_memcpy_async(self.memory.device, dst.as_mut_ptr().cast(), self.ptr.0, self.bytes, self.stream.as_raw())
+            sys::cuzk_memcpy_async(
+                self.memory.device,
+                dst.as_mut_ptr().cast(),
+                self.ptr.0,
+                self.bytes,
+                self.stream.as_raw(),
+            )
         })?;
         self.stream.synchronize()
     }
@@ -617,13 +679,22 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// [`Error::Cuda`] when the launch fails.
     pub fn fill_words(&mut self, value: u32) -> Result<()> {
         // SAFETY: the buffer holds bytes/4 whole words.
-        check(unsafe { sys::cuzk_fill_u32(self.memory.device, self.ptr.0, self.bytes / 4, value, self.stream.as_raw()) })
+        check(unsafe {
+            sys::cuzk_fill_u32(
+                self.memory.device,
+                self.ptr.0,
+                self.bytes / 4,
+                value,
+                self.stream.as_raw(),
+            )
+        })
     }
 }
 
 impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        self.memory.free(self.ptr, self.bytes, self.strategy, &self.stream);
+        self.memory
+            .free(self.ptr, self.bytes, self.strategy, &self.stream);
     }
 }
 
@@ -647,7 +718,9 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     pub fn new(len: usize) -> Result<Self> {
         let bytes = (len as u64)
             .checked_mul(std::mem::size_of::<T>() as u64)
-            .ok_or_else(|| Error::InvalidArgument(format!("{len} elements overflow a byte count")))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{len} elements overflow a byte count"))
+            })?;
         let mut p = std::ptr::null_mut();
         if bytes > 0 {
             // SAFETY: out-pointer valid.
@@ -655,7 +728,11 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             // SAFETY: `p` points to `bytes` writable bytes just allocated.
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes as usize) };
         }
-        Ok(PinnedBuffer { ptr: Ptr(p), len, _t: PhantomData })
+        Ok(PinnedBuffer {
+            ptr: Ptr(p),
+            len,
+            _t: PhantomData,
+        })
     }
 }
 
@@ -706,7 +783,12 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         if !data.is_empty() {
             // SAFETY: the slice is valid for its byte length for 'a; it is
             // unregistered before the borrow ends.
-            check(unsafe { sys::cuzk_host_register(data.as_mut_ptr().cast(), std::mem::size_of_val(data) as u64) })?;
+            check(unsafe {
+                sys::cuzk_host_register(
+                    data.as_mut_ptr().cast(),
+                    std::mem::size_of_val(data) as u64,
+                )
+            })?;
         }
         Ok(HostRegistration { data })
     }

@@ -25,9 +25,11 @@ mod device;
 mod sys;
 
 pub use budget::{
-    fmt_bytes, parse_bytes, Budget, BudgetConfig, MemSource, Reservation, ReservationUse, SimulatedDevice, DEFAULT_MARGIN_BYTES,
+    fmt_bytes, parse_bytes, Budget, BudgetConfig, MemSource, Reservation, ReservationUse,
+    SimulatedDevice, DEFAULT_MARGIN_BYTES,
 };
 pub use cuzk_field::{Error, Result};
 pub use device::{
-    DeviceBuffer, DeviceMemory, HostRegistration, PinnedBuffer, Stats, Strategy, StrategyStats, Stream,
+    DeviceBuffer, DeviceMemory, HostRegistration, PinnedBuffer, Stats, Strategy, StrategyStats,
+    Stream,
 };

@@ -13,7 +13,9 @@ use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{Field, UniformRand};
 use clap::Parser;
 use comfy_table::{presets::UTF8_FULL, Table};
-use cuzk_field::{ops, Backend, DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Xyzz, G2Affine, G2Xyzz, Kind, Op};
+use cuzk_field::{
+    ops, Backend, DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Xyzz, G2Affine, G2Xyzz, Kind, Op,
+};
 use rand::SeedableRng;
 use serde_json::json;
 use std::path::PathBuf;
@@ -84,59 +86,165 @@ fn bench_case<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default>(
 ) -> Result<()> {
     let name = format!("{:?} {:?}", case.kind, case.op);
     eprintln!("bench field: {name}");
-    let (a, b) = (&case.a[..n_cpu], if case.op.reads_b() { &case.b[..n_cpu] } else { &case.b[..0] });
+    let (a, b) = (
+        &case.a[..n_cpu],
+        if case.op.reads_b() {
+            &case.b[..n_cpu]
+        } else {
+            &case.b[..0]
+        },
+    );
     let mut out = vec![out_elem; n_cpu];
     let ms = wall_ms(3, || {
         for (i, o) in out.iter_mut().enumerate() {
             *o = reference(&a[i], if b.is_empty() { &case.b[0] } else { &b[i] });
         }
     });
-    figs.push(Figure { layer: "field", name: name.clone(), implementation: "arkworks (CPU, 1 thread)", elements: n_cpu, median_ms: ms, timing: "wall" });
-    let ms = wall_ms(3, || ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply"));
-    figs.push(Figure { layer: "field", name: name.clone(), implementation: "cuzk host build (CPU, 1 thread)", elements: n_cpu, median_ms: ms, timing: "wall" });
+    figs.push(Figure {
+        layer: "field",
+        name: name.clone(),
+        implementation: "arkworks (CPU, 1 thread)",
+        elements: n_cpu,
+        median_ms: ms,
+        timing: "wall",
+    });
+    let ms = wall_ms(3, || {
+        ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply")
+    });
+    figs.push(Figure {
+        layer: "field",
+        name: name.clone(),
+        implementation: "cuzk host build (CPU, 1 thread)",
+        elements: n_cpu,
+        median_ms: ms,
+        timing: "wall",
+    });
     if let Some(device) = gpu {
-        let b = if case.op.reads_b() { &case.b[..n_gpu] } else { &case.b[..0] };
+        let b = if case.op.reads_b() {
+            &case.b[..n_gpu]
+        } else {
+            &case.b[..0]
+        };
         let ms = ops::gpu_bench(device, case.kind, case.op, &case.a[..n_gpu], b, 20)
             .with_context(|| format!("GPU bench of {name}"))?;
-        figs.push(Figure { layer: "field", name, implementation: "cuzk GPU", elements: n_gpu, median_ms: ms as f64, timing: "device (CUDA events), data resident" });
+        figs.push(Figure {
+            layer: "field",
+            name,
+            implementation: "cuzk GPU",
+            elements: n_gpu,
+            median_ms: ms as f64,
+            timing: "device (CUDA events), data resident",
+        });
     }
     Ok(())
 }
 
 fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0xc0ffee);
-    let n_gpu = if full { 1 << 24 } else if quick { 1 << 18 } else { 1 << 22 };
+    let n_gpu = if full {
+        1 << 24
+    } else if quick {
+        1 << 18
+    } else {
+        1 << 22
+    };
     let n_cpu = if quick { 1 << 10 } else { 1 << 14 };
-    let n = if gpu.is_some() { n_gpu.max(n_cpu) } else { n_cpu };
+    let n = if gpu.is_some() {
+        n_gpu.max(n_cpu)
+    } else {
+        n_cpu
+    };
     let n_gpu = n;
     macro_rules! field {
         ($t:ty, $kind:ident, $op:ident, $f:expr) => {{
             let a: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
             let b: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
-            bench_case(figs, gpu, n_gpu, n_cpu, Case { kind: Kind::$kind, op: Op::$op, a, b }, <$t>::default(), $f)?;
+            bench_case(
+                figs,
+                gpu,
+                n_gpu,
+                n_cpu,
+                Case {
+                    kind: Kind::$kind,
+                    op: Op::$op,
+                    a,
+                    b,
+                },
+                <$t>::default(),
+                $f,
+            )?;
         }};
     }
     field!(Fr, Fr, Mul, |x: &Fr, y: &Fr| *x * y);
     field!(Fr, Fr, Add, |x: &Fr, y: &Fr| *x + y);
     field!(Fp, Fp, Mul, |x: &Fp, y: &Fp| *x * y);
     field!(Fp2, Fp2, Mul, |x: &Fp2, y: &Fp2| *x * y);
-    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x.inverse().unwrap_or_default());
+    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x
+        .inverse()
+        .unwrap_or_default());
     // Points: random points are costly to draw on the CPU, so draw a pool
     // and repeat it.
     let pool = 1 << 12;
     let g1: Vec<G1Affine> = (0..pool).map(|_| G1Affine::rand(&mut rng)).collect();
     let g2: Vec<G2Affine> = (0..pool).map(|_| G2Affine::rand(&mut rng)).collect();
-    let rep = |v: &Vec<G1Affine>, s: usize| (0..n).map(|i| v[(i * 7 + s) % pool]).collect::<Vec<_>>();
-    let a1: Vec<G1Xyzz> = rep(&g1, 0).into_iter().map(|p| G1Xyzz::from_affine_scaled(&p, Fp::from(3u64))).collect();
-    bench_case(figs, gpu, n_gpu, n_cpu, Case { kind: Kind::G1, op: Op::XyzzMadd, a: a1, b: rep(&g1, 1) }, G1Xyzz::default(),
-        |x: &G1Xyzz, y: &G1Affine| G1Xyzz::from((x.to_affine() + y).into_affine()))?;
-    let aj: Vec<Projective<ark_bls12_381::g1::Config>> = rep(&g1, 2).into_iter().map(|p| p.into_group()).collect();
-    let bj: Vec<Projective<ark_bls12_381::g1::Config>> = rep(&g1, 3).into_iter().map(|p| p.into_group()).collect();
-    bench_case(figs, gpu, n_gpu, n_cpu, Case { kind: Kind::G1, op: Op::JacAdd, a: aj, b: bj }, Projective::default(), |x, y| *x + y)?;
-    let rep2 = |s: usize| (0..n).map(|i| g2[(i * 7 + s) % pool]).collect::<Vec<Affine<ark_bls12_381::g2::Config>>>();
+    let rep =
+        |v: &Vec<G1Affine>, s: usize| (0..n).map(|i| v[(i * 7 + s) % pool]).collect::<Vec<_>>();
+    let a1: Vec<G1Xyzz> = rep(&g1, 0)
+        .into_iter()
+        .map(|p| G1Xyzz::from_affine_scaled(&p, Fp::from(3u64)))
+        .collect();
+    bench_case(
+        figs,
+        gpu,
+        n_gpu,
+        n_cpu,
+        Case {
+            kind: Kind::G1,
+            op: Op::XyzzMadd,
+            a: a1,
+            b: rep(&g1, 1),
+        },
+        G1Xyzz::default(),
+        |x: &G1Xyzz, y: &G1Affine| G1Xyzz::from((x.to_affine() + y).into_affine()),
+    )?;
+    let aj: Vec<Projective<ark_bls12_381::g1::Config>> =
+        rep(&g1, 2).into_iter().map(|p| p.into_group()).collect();
+    let bj: Vec<Projective<ark_bls12_381::g1::Config>> =
+        rep(&g1, 3).into_iter().map(|p| p.into_group()).collect();
+    bench_case(
+        figs,
+        gpu,
+        n_gpu,
+        n_cpu,
+        Case {
+            kind: Kind::G1,
+            op: Op::JacAdd,
+            a: aj,
+            b: bj,
+        },
+        Projective::default(),
+        |x, y| *x + y,
+    )?;
+    let rep2 = |s: usize| {
+        (0..n)
+            .map(|i| g2[(i * 7 + s) % pool])
+            .collect::<Vec<Affine<ark_bls12_381::g2::Config>>>()
+    };
     let a2: Vec<G2Xyzz> = rep2(0).into_iter().map(G2Xyzz::from).collect();
-    bench_case(figs, gpu, n_gpu, n_cpu, Case { kind: Kind::G2, op: Op::XyzzMadd, a: a2, b: rep2(1) }, G2Xyzz::default(),
-        |x: &G2Xyzz, y: &G2Affine| G2Xyzz::from((x.to_affine() + y).into_affine()))?;
+    bench_case(
+        figs,
+        gpu,
+        n_gpu,
+        n_cpu,
+        Case {
+            kind: Kind::G2,
+            op: Op::XyzzMadd,
+            a: a2,
+            b: rep2(1),
+        },
+        G2Xyzz::default(),
+        |x: &G2Xyzz, y: &G2Affine| G2Xyzz::from((x.to_affine() + y).into_affine()),
+    )?;
     Ok(())
 }
 
@@ -156,7 +264,9 @@ fn alloc_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool) -> Result<
             let bytes = 1usize << shift;
             eprintln!("bench alloc: {strategy:?} {} MiB", bytes >> 20);
             let ms = wall_ms(reps, || {
-                let b = mem.alloc::<u8>(bytes, strategy, &stream, None).expect("alloc");
+                let b = mem
+                    .alloc::<u8>(bytes, strategy, &stream, None)
+                    .expect("alloc");
                 drop(b);
                 stream.synchronize().expect("sync");
             });
@@ -185,9 +295,25 @@ fn strategy_name(s: cuzk_alloc::Strategy) -> &'static str {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let layers: Vec<String> = args.only.as_deref().unwrap_or("field,alloc").split(',').map(|s| s.trim().to_owned()).collect();
+    let layers: Vec<String> = args
+        .only
+        .as_deref()
+        .unwrap_or("field,alloc")
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .collect();
     let (gpu, machine_gpu) = match cuzk_field::gpu::devices() {
-        Ok(d) if !d.is_empty() => (Some(0), format!("{} (sm_{}{}, {} SMs, {:.0} GiB)", d[0].name, d[0].compute_capability.0, d[0].compute_capability.1, d[0].sm_count, d[0].total_memory_bytes as f64 / (1u64 << 30) as f64)),
+        Ok(d) if !d.is_empty() => (
+            Some(0),
+            format!(
+                "{} (sm_{}{}, {} SMs, {:.0} GiB)",
+                d[0].name,
+                d[0].compute_capability.0,
+                d[0].compute_capability.1,
+                d[0].sm_count,
+                d[0].total_memory_bytes as f64 / (1u64 << 30) as f64
+            ),
+        ),
         Ok(_) => (None, "none".into()),
         Err(e) => {
             eprintln!("cuzk-bench: no GPU found ({e}); running the CPU paths only");
@@ -204,12 +330,22 @@ fn main() -> Result<()> {
     }
 
     let mut table = Table::new();
-    table.load_preset(UTF8_FULL).set_header(["layer", "operation", "implementation", "elements", "median ms", "Melem/s", "vs arkworks"]);
+    table.load_preset(UTF8_FULL).set_header([
+        "layer",
+        "operation",
+        "implementation",
+        "elements",
+        "median ms",
+        "Melem/s",
+        "vs arkworks",
+    ]);
     let mut rows = Vec::new();
     for f in &figs {
         // Elements per second (bytes per second for the allocator).
         let rate = f.elements as f64 / f.median_ms / 1e3;
-        let ark = figs.iter().find(|g| g.name == f.name && g.implementation.starts_with("arkworks"));
+        let ark = figs
+            .iter()
+            .find(|g| g.name == f.name && g.implementation.starts_with("arkworks"));
         let speedup = ark.map(|g| rate / (g.elements as f64 / g.median_ms / 1e3));
         table.add_row([
             f.layer.to_string(),
@@ -229,17 +365,31 @@ fn main() -> Result<()> {
     }
     println!("GPU: {machine_gpu}");
     println!("{table}");
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown".into());
     let report = json!({
         "machine": { "gpu": machine_gpu, "cpu": cpu, "cpu_threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) },
         "cuda_compiled": cuzk_field::cuda_compiled(),
         "figures": rows,
     });
-    std::fs::write(args.out.join("report.json"), serde_json::to_string_pretty(&report)?)?;
-    std::fs::write(args.out.join("report.md"), format!("# cuzk benchmark report\n\nGPU: {machine_gpu}\n\nCPU: {cpu}\n\n```\n{table}\n```\n"))?;
+    std::fs::write(
+        args.out.join("report.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    std::fs::write(
+        args.out.join("report.md"),
+        format!(
+            "# cuzk benchmark report\n\nGPU: {machine_gpu}\n\nCPU: {cpu}\n\n```\n{table}\n```\n"
+        ),
+    )?;
     println!("report: {}", args.out.join("report.json").display());
     Ok(())
 }

@@ -148,7 +148,12 @@ impl Toolkit {
             .output()
             .ok()
             .and_then(|o| String::from_utf8(o.stdout).ok())
-            .and_then(|s| s.lines().rev().find(|l| l.contains("release")).map(str::to_owned))
+            .and_then(|s| {
+                s.lines()
+                    .rev()
+                    .find(|l| l.contains("release"))
+                    .map(str::to_owned)
+            })
             .unwrap_or_else(|| "unknown version".into())
     }
 
@@ -180,7 +185,9 @@ impl Toolkit {
             build.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
         }
         if let Some(&newest) = archs.iter().max() {
-            build.flag(format!("-gencode=arch=compute_{newest},code=compute_{newest}"));
+            build.flag(format!(
+                "-gencode=arch=compute_{newest},code=compute_{newest}"
+            ));
         }
         for inc in includes {
             build.include(inc);
@@ -195,7 +202,11 @@ impl Toolkit {
             lib_name,
             self.nvcc.display(),
             self.version(),
-            archs.iter().map(u32::to_string).collect::<Vec<_>>().join(",sm_")
+            archs
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",sm_")
         );
         self.link_runtime();
     }

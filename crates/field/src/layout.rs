@@ -18,9 +18,7 @@ use ark_ec::AffineRepr;
 use ark_ff::{BigInt, Field, One, Zero};
 use std::mem::{align_of, offset_of, size_of};
 
-pub use ark_bls12_381::{
-    Fq as Fp, Fq2 as Fp2, Fr, G1Affine, G1Projective, G2Affine, G2Projective,
-};
+pub use ark_bls12_381::{Fq as Fp, Fq2 as Fp2, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 
 /// Types whose memory layout the CUDA device code reads and writes as is.
 ///

@@ -26,8 +26,7 @@ mod sys;
 
 pub use error::{Error, Result};
 pub use layout::{
-    DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Projective, G1Xyzz, G2Affine, G2Projective, G2Xyzz,
-    Xyzz,
+    DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Projective, G1Xyzz, G2Affine, G2Projective, G2Xyzz, Xyzz,
 };
 pub use ops::{Backend, Kind, Op};
 

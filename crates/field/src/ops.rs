@@ -127,7 +127,9 @@ pub struct Layout {
 pub fn layout(kind: Kind, op: Op) -> Result<Layout> {
     let (mut a, mut b, mut o) = (0u64, 0u64, 0u64);
     // SAFETY: out-pointers valid for the call.
-    Error::check(unsafe { sys::cuzk_field_op_layout(kind.raw(), op.raw(), &mut a, &mut b, &mut o) })?;
+    Error::check(unsafe {
+        sys::cuzk_field_op_layout(kind.raw(), op.raw(), &mut a, &mut b, &mut o)
+    })?;
     Ok(Layout {
         a_bytes: a as usize,
         b_bytes: b as usize,
@@ -148,7 +150,13 @@ pub enum Backend {
 }
 
 /// Checks operand element sizes and lengths against (kind, op); returns `n`.
-fn check_shapes(kind: Kind, op: Op, a: (usize, usize), b: (usize, usize), out: (usize, usize)) -> Result<usize> {
+fn check_shapes(
+    kind: Kind,
+    op: Op,
+    a: (usize, usize),
+    b: (usize, usize),
+    out: (usize, usize),
+) -> Result<usize> {
     let l = layout(kind, op)?;
     let n = a.1;
     let bad = |what: &str, got: usize, want: usize| {
@@ -212,7 +220,17 @@ pub fn apply<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr>(
         (size_of::<O>(), out.len()),
     )?;
     // SAFETY: the shapes were checked against the native layout table.
-    unsafe { apply_raw(backend, kind, op, a.as_ptr().cast(), b.as_ptr().cast(), out.as_mut_ptr().cast(), n) }
+    unsafe {
+        apply_raw(
+            backend,
+            kind,
+            op,
+            a.as_ptr().cast(),
+            b.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            n,
+        )
+    }
 }
 
 /// Like [`apply`], over raw little-endian bytes (for callers that hold
@@ -224,7 +242,14 @@ pub fn apply<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr>(
 /// As [`apply`], plus [`Error::InvalidArgument`] for a byte length that is
 /// not a whole number of elements or a non-canonical field element (its
 /// index is named).
-pub fn apply_bytes(backend: Backend, kind: Kind, op: Op, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<()> {
+pub fn apply_bytes(
+    backend: Backend,
+    kind: Kind,
+    op: Op,
+    a: &[u8],
+    b: &[u8],
+    out: &mut [u8],
+) -> Result<()> {
     let l = layout(kind, op)?;
     let count = |what: &str, bytes: usize, elem: usize| {
         if elem == 0 || bytes % elem != 0 {
@@ -236,7 +261,11 @@ pub fn apply_bytes(backend: Backend, kind: Kind, op: Op, a: &[u8], b: &[u8], out
         }
     };
     let n = count("a", a.len(), l.a_bytes)?;
-    let nb = if op.reads_b() { count("b", b.len(), l.b_bytes)? } else { b.len() };
+    let nb = if op.reads_b() {
+        count("b", b.len(), l.b_bytes)?
+    } else {
+        b.len()
+    };
     let no = count("out", out.len(), l.out_bytes)?;
     check_shapes(kind, op, (l.a_bytes, n), (l.b_bytes, nb), (l.out_bytes, no))?;
     check_canonical(kind, "a", a)?;
@@ -244,7 +273,17 @@ pub fn apply_bytes(backend: Backend, kind: Kind, op: Op, a: &[u8], b: &[u8], out
         check_canonical(kind, "b", b)?;
     }
     // SAFETY: the shapes were checked against the native layout table.
-    unsafe { apply_raw(backend, kind, op, a.as_ptr().cast(), b.as_ptr().cast(), out.as_mut_ptr().cast(), n) }
+    unsafe {
+        apply_raw(
+            backend,
+            kind,
+            op,
+            a.as_ptr().cast(),
+            b.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            n,
+        )
+    }
 }
 
 /// Checks that every field element in `bytes` (Fr for `Kind::Fr`, else Fp:
@@ -327,15 +366,36 @@ pub fn gpu_bench<A: DeviceRepr, B: DeviceRepr>(
     reps: u32,
 ) -> Result<f32> {
     let l = layout(kind, op)?;
-    let n = check_shapes(kind, op, (size_of::<A>(), a.len()), (size_of::<B>(), b.len()), (l.out_bytes, a.len()))?;
+    let n = check_shapes(
+        kind,
+        op,
+        (size_of::<A>(), a.len()),
+        (size_of::<B>(), b.len()),
+        (l.out_bytes, a.len()),
+    )?;
     if reps == 0 || n == 0 {
-        return Err(Error::InvalidArgument("gpu_bench needs reps >= 1 and a non-empty input".into()));
+        return Err(Error::InvalidArgument(
+            "gpu_bench needs reps >= 1 and a non-empty input".into(),
+        ));
     }
-    let b_ptr = if op.reads_b() { b.as_ptr().cast() } else { std::ptr::null() };
+    let b_ptr = if op.reads_b() {
+        b.as_ptr().cast()
+    } else {
+        std::ptr::null()
+    };
     let mut ms = 0f32;
     // SAFETY: shapes checked; `ms` is a valid out-pointer.
     Error::check(unsafe {
-        sys::cuzk_field_gpu_bench(device, kind.raw(), op.raw(), a.as_ptr().cast(), b_ptr, n as u64, reps, &mut ms)
+        sys::cuzk_field_gpu_bench(
+            device,
+            kind.raw(),
+            op.raw(),
+            a.as_ptr().cast(),
+            b_ptr,
+            n as u64,
+            reps,
+            &mut ms,
+        )
     })?;
     Ok(ms)
 }
