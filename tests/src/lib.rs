@@ -44,6 +44,14 @@ fn skip(test: &str, why: &str) -> Option<i32> {
     None
 }
 
+/// Prints `line` straight to stderr, past the test harness's capture of
+/// the print macros, so that device logs keep counts and figures of passing
+/// tests.
+pub fn report(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// A ChaCha20 generator with a fresh seed (or `CUZK_TEST_SEED` when set),
 /// printed so that a failure can be replayed.
 pub fn rng(test: &str) -> ChaCha20Rng {

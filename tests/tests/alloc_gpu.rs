@@ -5,7 +5,7 @@
 //! memory, so they run one at a time (a lock), and none of them is timed.
 
 use cuzk_alloc::{fmt_bytes, BudgetConfig, DeviceMemory, Error, Strategy, Stream};
-use cuzk_tests::{gpu_or_skip, rng};
+use cuzk_tests::{gpu_or_skip, report, rng};
 use rand::Rng;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,12 +65,12 @@ fn async_frees_do_not_strand_a_later_sync_allocation() {
     stream.synchronize().unwrap();
     let cached = mem.stats().default_pool_reserved_bytes;
     let free_now = free_bytes(&mem);
-    eprintln!(
-        "after async free: pool caches {}, device free {} (was {})",
+    report(&format!(
+        "stranding: after async free the pool caches {}, device free {} (was {})",
         fmt_bytes(cached),
         fmt_bytes(free_now),
         fmt_bytes(start_free)
-    );
+    ));
     assert!(
         cached >= count * block,
         "the pool should still cache the freed blocks"
@@ -110,7 +110,7 @@ fn too_large_an_allocation_is_an_error_and_the_device_stays_usable() {
             .unwrap_err();
         assert!(matches!(e, Error::OutOfMemory(_)), "{strategy:?}: {e}");
         assert!(e.to_string().contains("requested"), "{e}");
-        eprintln!("{strategy:?}: {e}");
+        report(&format!("too large, {strategy:?}: {e}"));
     }
     // A request past what the budget allows but below the card, with no
     // margin and no budget in the way, goes to CUDA itself and must come back
@@ -152,10 +152,16 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
     let _s = serial();
     let mem = DeviceMemory::new(dev, BudgetConfig::default(), 64 * MIB).unwrap();
     let streams: Vec<Stream> = (0..4).map(|_| Stream::new(dev).unwrap()).collect();
-    // Warm every strategy once (first use creates pools and contexts).
-    for s in Strategy::ALL {
-        drop(touch(&mem, MIB, s, &streams[0]).unwrap());
+    // Warm every strategy on every stream (first use creates pools, managed
+    // memory bookkeeping and per-stream state), then give everything back:
+    // the baseline is the device with all of that in place.
+    for stream in &streams {
+        for s in Strategy::ALL {
+            drop(touch(&mem, 256 * MIB, s, stream).unwrap());
+        }
     }
+    mem.trim().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
     mem.trim().unwrap();
     let start_free = free_bytes(&mem);
     mem.inject_failures(7);
@@ -198,17 +204,25 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
         total = (total.0 + ok, total.1 + failed);
     }
     mem.inject_failures(0);
-    eprintln!(
+    report(&format!(
         "1000 cycles: {} allocations, {} failures (injected every 7th)",
         total.0, total.1
-    );
+    ));
     assert_eq!(total.0 + total.1, 1000);
     assert!(total.1 >= 100, "the injector must have fired");
-    let stats = mem.stats();
-    eprintln!("{stats:?}");
     mem.check_all_returned().unwrap();
     mem.trim().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    mem.trim().unwrap();
     let end_free = free_bytes(&mem);
+    report(&format!(
+        "1000 cycles: {} allocations, {} failures; free {} at the start, {} at the end; {:?}",
+        total.0,
+        total.1,
+        fmt_bytes(start_free),
+        fmt_bytes(end_free),
+        mem.stats()
+    ));
     assert!(
         end_free + MIB >= start_free && end_free <= start_free + MIB,
         "free memory {} at the end, {} at the start",
@@ -262,10 +276,10 @@ fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
     let b = run(true);
     let c = run(false);
     let (a, b, c) = (a.join().unwrap(), b.join().unwrap(), c.join().unwrap());
-    eprintln!(
+    report(&format!(
         "working sets: A {:?}, B (shrinking) {:?}, C (waiting) {:?}",
         a, b, c
-    );
+    ));
     assert_eq!(a.unwrap(), 12 * GIB);
     assert!(b.unwrap() >= GIB);
     assert_eq!(c.unwrap(), 12 * GIB);

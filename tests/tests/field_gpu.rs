@@ -5,7 +5,7 @@
 
 use cuzk_field::{ops, Backend, Fr, Kind, Op};
 use cuzk_tests::cross::{cross_check, ALL_OPS};
-use cuzk_tests::{gpu_or_skip, rng};
+use cuzk_tests::{gpu_or_skip, report, rng};
 
 /// Random cases per operation on the GPU.
 const RANDOM_CASES: usize = 1 << 16;
@@ -21,16 +21,16 @@ fn every_op_matches_arkworks_on_the_gpu() {
     for &(kind, op) in ALL_OPS {
         match cross_check(Backend::Gpu { device }, kind, op, &mut rng, RANDOM_CASES) {
             Ok(n) => {
-                eprintln!("gpu {kind:?} {op:?}: {n} cases match arkworks");
+                report(&format!("gpu {kind:?} {op:?}: {n} cases match arkworks"));
                 total += n;
             }
             Err(e) => failures.push(e),
         }
     }
-    eprintln!(
+    report(&format!(
         "gpu field/point ops: {total} cases checked over {} operations",
         ALL_OPS.len()
-    );
+    ));
     assert!(
         failures.is_empty(),
         "{} operations differ from arkworks:\n{}",
@@ -74,7 +74,7 @@ fn gpu_device_info_is_sane() {
         return;
     };
     let info = cuzk_field::gpu::device_info(device).unwrap();
-    eprintln!("{info:?}");
+    report(&format!("{info:?}"));
     assert!(info.sm_count > 0 && info.total_memory_bytes > (1 << 30));
     assert!(cuzk_field::cuda_compiled());
 }

@@ -30,6 +30,10 @@ const BINDINGS: &[Binding] = &[
         header: "csrc/include/cuzk/alloc.h",
         output: "crates/alloc/src/sys.rs",
     },
+    Binding {
+        header: "csrc/include/cuzk/ntt.h",
+        output: "crates/ntt/src/sys.rs",
+    },
 ];
 
 /// Runs bindgen on one header and returns the formatted Rust source.

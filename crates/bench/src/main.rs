@@ -8,8 +8,8 @@
 //! cuzk's host build of the same device formulas.
 
 use anyhow::{Context, Result};
-use ark_ec::short_weierstrass::{Affine, Projective};
-use ark_ec::{AffineRepr, CurveGroup};
+use ark_ec::AffineRepr;
+use ark_ff::AdditiveGroup;
 use ark_ff::{Field, UniformRand};
 use clap::Parser;
 use comfy_table::{presets::UTF8_FULL, Table};
@@ -74,70 +74,40 @@ struct Case<A, B> {
     b: Vec<B>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn bench_case<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default>(
+/// Times `case` on the GPU (n_gpu elements, resident), through the host
+/// build (n_cpu elements) and through the arkworks reference `reference(i)`
+/// (element i, n_cpu of them), and records the three figures.
+fn bench_case<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default, R>(
     figs: &mut Vec<Figure>,
     gpu: Option<i32>,
-    n_gpu: usize,
-    n_cpu: usize,
+    (n_gpu, n_cpu): (usize, usize),
     case: Case<A, B>,
-    out_elem: O,
-    reference: impl Fn(&A, &B) -> O,
+    reference_name: &'static str,
+    mut reference: impl FnMut(usize) -> R,
 ) -> Result<()> {
     let name = format!("{:?} {:?}", case.kind, case.op);
     eprintln!("bench field: {name}");
-    let (a, b) = (
-        &case.a[..n_cpu],
-        if case.op.reads_b() {
-            &case.b[..n_cpu]
-        } else {
-            &case.b[..0]
-        },
-    );
-    let mut out = vec![out_elem; n_cpu];
+    let (a, b) = (&case.a[..n_cpu], if case.op.reads_b() { &case.b[..n_cpu] } else { &case.b[..0] });
     let ms = wall_ms(3, || {
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = reference(&a[i], if b.is_empty() { &case.b[0] } else { &b[i] });
+        for i in 0..n_cpu {
+            std::hint::black_box(reference(i));
         }
     });
-    figs.push(Figure {
-        layer: "field",
-        name: name.clone(),
-        implementation: "arkworks (CPU, 1 thread)",
-        elements: n_cpu,
-        median_ms: ms,
-        timing: "wall",
-    });
-    let ms = wall_ms(3, || {
-        ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply")
-    });
-    figs.push(Figure {
-        layer: "field",
-        name: name.clone(),
-        implementation: "cuzk host build (CPU, 1 thread)",
-        elements: n_cpu,
-        median_ms: ms,
-        timing: "wall",
-    });
+    figs.push(Figure { layer: "field", name: name.clone(), implementation: reference_name, elements: n_cpu, median_ms: ms, timing: "wall" });
+    let mut out = vec![O::default(); n_cpu];
+    let ms = wall_ms(3, || ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply"));
+    figs.push(Figure { layer: "field", name: name.clone(), implementation: "cuzk host build (CPU, 1 thread)", elements: n_cpu, median_ms: ms, timing: "wall" });
     if let Some(device) = gpu {
-        let b = if case.op.reads_b() {
-            &case.b[..n_gpu]
-        } else {
-            &case.b[..0]
-        };
+        let b = if case.op.reads_b() { &case.b[..n_gpu] } else { &case.b[..0] };
         let ms = ops::gpu_bench(device, case.kind, case.op, &case.a[..n_gpu], b, 20)
             .with_context(|| format!("GPU bench of {name}"))?;
-        figs.push(Figure {
-            layer: "field",
-            name,
-            implementation: "cuzk GPU",
-            elements: n_gpu,
-            median_ms: ms as f64,
-            timing: "device (CUDA events), data resident",
-        });
+        figs.push(Figure { layer: "field", name, implementation: "cuzk GPU", elements: n_gpu, median_ms: ms as f64, timing: "device (CUDA events), data resident" });
     }
     Ok(())
 }
+
+const ARK: &str = "arkworks (CPU, 1 thread)";
+const ARK_JAC: &str = "arkworks Jacobian mixed add (CPU, 1 thread)";
 
 fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0xc0ffee);
@@ -155,96 +125,39 @@ fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool
         n_cpu
     };
     let n_gpu = n;
+    let sizes = (n_gpu, n_cpu);
     macro_rules! field {
         ($t:ty, $kind:ident, $op:ident, $f:expr) => {{
             let a: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
             let b: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
-            bench_case(
-                figs,
-                gpu,
-                n_gpu,
-                n_cpu,
-                Case {
-                    kind: Kind::$kind,
-                    op: Op::$op,
-                    a,
-                    b,
-                },
-                <$t>::default(),
-                $f,
-            )?;
+            let f = $f;
+            let (ra, rb) = (a.clone(), b.clone());
+            bench_case::<_, _, $t, _>(figs, gpu, sizes, Case { kind: Kind::$kind, op: Op::$op, a, b }, ARK, |i| f(&ra[i], &rb[i]))?;
         }};
     }
     field!(Fr, Fr, Mul, |x: &Fr, y: &Fr| *x * y);
     field!(Fr, Fr, Add, |x: &Fr, y: &Fr| *x + y);
     field!(Fp, Fp, Mul, |x: &Fp, y: &Fp| *x * y);
     field!(Fp2, Fp2, Mul, |x: &Fp2, y: &Fp2| *x * y);
-    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x
-        .inverse()
-        .unwrap_or_default());
+    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x.inverse().unwrap_or_default());
     // Points: random points are costly to draw on the CPU, so draw a pool
-    // and repeat it.
+    // and repeat it. arkworks has no XYZZ coordinates: its reference for the
+    // XYZZ rows is its own mixed addition (Jacobian += affine).
     let pool = 1 << 12;
     let g1: Vec<G1Affine> = (0..pool).map(|_| G1Affine::rand(&mut rng)).collect();
     let g2: Vec<G2Affine> = (0..pool).map(|_| G2Affine::rand(&mut rng)).collect();
-    let rep =
-        |v: &Vec<G1Affine>, s: usize| (0..n).map(|i| v[(i * 7 + s) % pool]).collect::<Vec<_>>();
-    let a1: Vec<G1Xyzz> = rep(&g1, 0)
-        .into_iter()
-        .map(|p| G1Xyzz::from_affine_scaled(&p, Fp::from(3u64)))
-        .collect();
-    bench_case(
-        figs,
-        gpu,
-        n_gpu,
-        n_cpu,
-        Case {
-            kind: Kind::G1,
-            op: Op::XyzzMadd,
-            a: a1,
-            b: rep(&g1, 1),
-        },
-        G1Xyzz::default(),
-        |x: &G1Xyzz, y: &G1Affine| G1Xyzz::from((x.to_affine() + y).into_affine()),
-    )?;
-    let aj: Vec<Projective<ark_bls12_381::g1::Config>> =
-        rep(&g1, 2).into_iter().map(|p| p.into_group()).collect();
-    let bj: Vec<Projective<ark_bls12_381::g1::Config>> =
-        rep(&g1, 3).into_iter().map(|p| p.into_group()).collect();
-    bench_case(
-        figs,
-        gpu,
-        n_gpu,
-        n_cpu,
-        Case {
-            kind: Kind::G1,
-            op: Op::JacAdd,
-            a: aj,
-            b: bj,
-        },
-        Projective::default(),
-        |x, y| *x + y,
-    )?;
-    let rep2 = |s: usize| {
-        (0..n)
-            .map(|i| g2[(i * 7 + s) % pool])
-            .collect::<Vec<Affine<ark_bls12_381::g2::Config>>>()
-    };
-    let a2: Vec<G2Xyzz> = rep2(0).into_iter().map(G2Xyzz::from).collect();
-    bench_case(
-        figs,
-        gpu,
-        n_gpu,
-        n_cpu,
-        Case {
-            kind: Kind::G2,
-            op: Op::XyzzMadd,
-            a: a2,
-            b: rep2(1),
-        },
-        G2Xyzz::default(),
-        |x: &G2Xyzz, y: &G2Affine| G2Xyzz::from((x.to_affine() + y).into_affine()),
-    )?;
+    let rep1 = |s: usize| (0..n).map(|i| g1[(i * 7 + s) % pool]).collect::<Vec<_>>();
+    let rep2 = |s: usize| (0..n).map(|i| g2[(i * 7 + s) % pool]).collect::<Vec<_>>();
+    let (p1, q1) = (rep1(0), rep1(1));
+    let jp1: Vec<G1Projective> = p1.iter().map(|p| p.into_group().double()).collect();
+    let a1: Vec<G1Xyzz> = p1.iter().map(|p| G1Xyzz::from_affine_scaled(p, Fp::from(3u64))).collect();
+    bench_case::<_, _, G1Xyzz, _>(figs, gpu, sizes, Case { kind: Kind::G1, op: Op::XyzzMadd, a: a1, b: q1.clone() }, ARK_JAC, |i| jp1[i] + q1[i])?;
+    let jq1: Vec<G1Projective> = q1.iter().map(|p| p.into_group().double()).collect();
+    bench_case::<_, _, G1Projective, _>(figs, gpu, sizes, Case { kind: Kind::G1, op: Op::JacAdd, a: jp1.clone(), b: jq1.clone() }, ARK, |i| jp1[i] + jq1[i])?;
+    let (p2, q2) = (rep2(0), rep2(1));
+    let jp2: Vec<G2Projective> = p2.iter().map(|p| p.into_group().double()).collect();
+    let a2: Vec<G2Xyzz> = p2.iter().map(|p| G2Xyzz::from_affine_scaled(p, Fp2::from(3u64))).collect();
+    bench_case::<_, _, G2Xyzz, _>(figs, gpu, sizes, Case { kind: Kind::G2, op: Op::XyzzMadd, a: a2, b: q2.clone() }, ARK_JAC, |i| jp2[i] + q2[i])?;
     Ok(())
 }
 

@@ -1,6 +1,196 @@
-//! cuzk-ntt: number-theoretic transforms over BLS12-381 Fr on the GPU.
+//! cuzk-ntt: number-theoretic transforms over BLS12-381 Fr.
 //!
-//! Not implemented yet: this crate holds the workspace's place for the NTT
-//! layer (issue "cuzk-ntt"). Its element type is [`cuzk_field::Fr`].
+//! Forward and inverse NTTs for every power-of-two domain from 2^0 to 2^32
+//! (Fr's two-adicity), input and output each in natural or bit-reversed
+//! order ([`Order`]), on a coset when asked ([`NttOptions::coset`]), for a
+//! batch of vectors at once, on the GPU ([`GpuNtt`]) over host slices or
+//! device-resident buffers, or on the CPU ([`cpu::ntt`], through ark-poly's
+//! `Radix2EvaluationDomain`, which is also the reference).
+//!
+//! Conventions (those of ark-poly): the forward transform of coefficients
+//! `a` over the domain of size n with generator w (`Fr::get_root_of_unity(n)`)
+//! is `A[i] = sum_j a[j] w^(i j)`; on the coset `g H` it is
+//! `A[i] = sum_j a[j] (g w^i)^j`. The inverse undoes it (including 1/n).
+//! The default coset shift is Fr's multiplicative generator (7), as
+//! ark-poly's `get_coset(Fr::GENERATOR)` uses.
+//!
+//! The GPU algorithm is Bailey's four-step decomposition with radix-2
+//! decimation-in-frequency passes in shared memory (see `csrc/ntt/ntt.cu`).
 
-pub use cuzk_field::Fr;
+pub mod cpu;
+mod gpu;
+mod sys;
+
+pub use cuzk_field::{Error, Fr, Result};
+pub use gpu::GpuNtt;
+
+use ark_ff::{FftField, Field};
+
+/// Element order of a transform's input and output: `N` natural, `R`
+/// bit-reversed (index i holds element bitrev(i)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Natural in, natural out.
+    NN,
+    /// Natural in, bit-reversed out (the GPU's native forward order).
+    NR,
+    /// Bit-reversed in, natural out.
+    RN,
+    /// Bit-reversed in, bit-reversed out.
+    RR,
+}
+
+impl Order {
+    /// Every order.
+    pub const ALL: [Order; 4] = [Order::NN, Order::NR, Order::RN, Order::RR];
+
+    /// True when the input is bit-reversed.
+    pub fn input_reversed(self) -> bool {
+        matches!(self, Order::RN | Order::RR)
+    }
+
+    /// True when the output is bit-reversed.
+    pub fn output_reversed(self) -> bool {
+        matches!(self, Order::NR | Order::RR)
+    }
+}
+
+/// Forward (coefficients to evaluations) or inverse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Coefficients to evaluations.
+    Forward,
+    /// Evaluations to coefficients (including the 1/n).
+    Inverse,
+}
+
+/// What transform to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NttOptions {
+    /// Forward or inverse.
+    pub direction: Direction,
+    /// Input and output orders.
+    pub order: Order,
+    /// Coset shift g (evaluate on g H); `None` for the subgroup H itself.
+    pub coset: Option<Fr>,
+}
+
+impl NttOptions {
+    /// Forward, natural order, no coset.
+    pub fn forward() -> Self {
+        NttOptions {
+            direction: Direction::Forward,
+            order: Order::NN,
+            coset: None,
+        }
+    }
+
+    /// Inverse, natural order, no coset.
+    pub fn inverse() -> Self {
+        NttOptions {
+            direction: Direction::Inverse,
+            ..Self::forward()
+        }
+    }
+
+    /// The same transform with orders `order`.
+    pub fn with_order(self, order: Order) -> Self {
+        NttOptions { order, ..self }
+    }
+
+    /// The same transform on the coset `g H`.
+    pub fn on_coset(self, g: Fr) -> Self {
+        NttOptions {
+            coset: Some(g),
+            ..self
+        }
+    }
+
+    /// The same transform on ark-poly's default coset, shifted by Fr's
+    /// multiplicative generator.
+    pub fn on_default_coset(self) -> Self {
+        self.on_coset(Fr::GENERATOR)
+    }
+}
+
+/// Largest domain: 2^32, Fr's two-adicity (r - 1 = 2^32 * odd).
+pub const MAX_LOG_N: u32 = 32;
+
+/// Checks a batch of vectors of 2^log_n elements: `len` a non-zero multiple
+/// of the domain size (a batch of `len / 2^log_n` vectors), `log_n` at most
+/// [`MAX_LOG_N`]. Returns the batch size.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming what is wrong.
+pub fn check_shape(len: usize, log_n: u32) -> Result<usize> {
+    if log_n > MAX_LOG_N {
+        return Err(Error::InvalidArgument(format!(
+            "a domain of 2^{log_n} is larger than Fr's two-adicity allows (at most 2^{MAX_LOG_N})"
+        )));
+    }
+    let n = 1usize
+        .checked_shl(log_n)
+        .ok_or_else(|| Error::InvalidArgument(format!("2^{log_n} elements do not fit in usize")))?;
+    if len == 0 || len % n != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{len} elements is not a whole number of vectors of the domain size 2^{log_n} = {n}; \
+             give a power-of-two length equal to the domain (or a multiple, for a batch)"
+        )));
+    }
+    Ok(len / n)
+}
+
+/// The domain size exponent of a single vector of length `len`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `len` is not a power of two.
+pub fn log2_exact(len: usize) -> Result<u32> {
+    if !len.is_power_of_two() {
+        return Err(Error::InvalidArgument(format!(
+            "NTT length {len} is not a power of two; pad the vector to the next power of two ({})",
+            len.checked_next_power_of_two().unwrap_or(0)
+        )));
+    }
+    Ok(len.trailing_zeros())
+}
+
+/// The generator of the multiplicative subgroup of order 2^log_n.
+pub fn root_of_unity(log_n: u32) -> Fr {
+    Fr::get_root_of_unity(1u64 << log_n).expect("log_n <= two-adicity")
+}
+
+/// Permutes each vector of 2^log_n elements into bit-reversed order (an
+/// involution). The CPU helper for orders; O(n).
+pub fn bit_reverse_permute<T>(data: &mut [T], log_n: u32) {
+    if log_n == 0 {
+        return;
+    }
+    let n = 1usize << log_n;
+    for v in data.chunks_exact_mut(n) {
+        for i in 0..n {
+            let r = i.reverse_bits() >> (usize::BITS - log_n);
+            if i < r {
+                v.swap(i, r);
+            }
+        }
+    }
+}
+
+/// `n^-1` in Fr.
+pub(crate) fn inv_n(log_n: u32) -> Fr {
+    Fr::from(1u64 << log_n).inverse().expect("n is nonzero in Fr")
+}
+
+/// Runs the NTT on the GPU when one is usable (device 0), else on the CPU;
+/// returns which ran. For one-off calls: a [`GpuNtt`] kept across calls
+/// caches twiddle tables and device memory.
+///
+/// # Errors
+/// As [`cpu::ntt`] and [`GpuNtt::ntt`].
+pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<&'static str> {
+    match GpuNtt::new(0) {
+        Ok(g) => g.ntt(data, log_n, opts).map(|_| "gpu"),
+        Err(e) if e.is_no_gpu() => cpu::ntt(data, log_n, opts).map(|_| "cpu"),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,283 @@
+//! The GPU path: kernels from `csrc/ntt`, device memory from cuzk-alloc,
+//! twiddle tables cached per domain size and direction.
+
+use crate::{check_shape, inv_n, root_of_unity, sys, Direction, NttOptions};
+use crate::{Error, Fr, Result};
+use ark_ff::{AdditiveGroup, Field};
+use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, Strategy, Stream};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+fn check(s: sys::cuzk_status) -> Result<()> {
+    Error::from_status(s.code, s.cuda_error, &s.message)
+}
+
+/// Powers of one element as two tables on the device:
+/// `w^e = hi[e >> lo_bits] * lo[e & (2^lo_bits - 1)]` for `e < 2^log_n`.
+struct PowerTables {
+    lo: DeviceBuffer<Fr>,
+    hi: DeviceBuffer<Fr>,
+    lo_bits: u32,
+}
+
+impl PowerTables {
+    fn new(mem: &Arc<DeviceMemory>, stream: &Stream, w: Fr, log_n: u32) -> Result<Self> {
+        let lo_bits = log_n.div_ceil(2);
+        let powers = |base: Fr, count: usize| {
+            let mut v = Vec::with_capacity(count);
+            let mut acc = Fr::ONE;
+            for _ in 0..count {
+                v.push(acc);
+                acc *= base;
+            }
+            v
+        };
+        let lo_host = powers(w, 1 << lo_bits);
+        let hi_host = powers(w.pow([1u64 << lo_bits]), 1 << (log_n - lo_bits));
+        let mut lo = mem.alloc::<Fr>(lo_host.len(), Strategy::Sync, stream, None)?;
+        lo.copy_from_host(&lo_host)?;
+        let mut hi = mem.alloc::<Fr>(hi_host.len(), Strategy::Sync, stream, None)?;
+        hi.copy_from_host(&hi_host)?;
+        Ok(PowerTables { lo, hi, lo_bits })
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum TableKey {
+    /// Powers of the 2^log_n-th root of unity (inverse: of its inverse).
+    Root { log_n: u32, inverse: bool },
+    /// Powers of a coset shift (inverse: of its inverse), limbs of g.
+    Shift { log_n: u32, inverse: bool, g: [u64; 4] },
+}
+
+/// NTTs on one GPU. Keeps a stream, the device's memory manager and the
+/// twiddle tables of every (size, direction, coset) used so far (two tables
+/// of about 2^(log_n/2) elements each: 1 MiB at 2^28). Share one per device;
+/// calls are serialized on its stream.
+pub struct GpuNtt {
+    mem: Arc<DeviceMemory>,
+    stream: Stream,
+    tables: Mutex<HashMap<TableKey, Arc<PowerTables>>>,
+}
+
+impl std::fmt::Debug for GpuNtt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuNtt").field("device", &self.mem.device()).finish()
+    }
+}
+
+impl GpuNtt {
+    /// An NTT engine on `device`, with its own memory manager configured
+    /// from the environment (`CUZK_DEVICE_MEMORY_LIMIT`, ...).
+    ///
+    /// # Errors
+    /// [`Error::NoCudaBuild`] / [`Error::NoDevice`] without a usable GPU.
+    pub fn new(device: i32) -> Result<Self> {
+        let mem = DeviceMemory::new(device, BudgetConfig::from_env()?, u64::MAX)?;
+        Self::with_memory(mem)
+    }
+
+    /// An NTT engine sharing `mem` (and so its budget) with other layers.
+    ///
+    /// # Errors
+    /// As [`GpuNtt::new`].
+    pub fn with_memory(mem: Arc<DeviceMemory>) -> Result<Self> {
+        let stream = Stream::new(mem.device())?;
+        Ok(GpuNtt {
+            mem,
+            stream,
+            tables: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The memory manager (for device buffers to transform).
+    pub fn memory(&self) -> &Arc<DeviceMemory> {
+        &self.mem
+    }
+
+    /// The stream every transform runs on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    fn table(&self, key: TableKey, w: Fr, log_n: u32) -> Result<Arc<PowerTables>> {
+        let mut t = self.tables.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(x) = t.get(&key) {
+            return Ok(x.clone());
+        }
+        let x = Arc::new(PowerTables::new(&self.mem, &self.stream, w, log_n)?);
+        t.insert(key, x.clone());
+        Ok(x)
+    }
+
+    /// Transforms each vector of 2^log_n elements of a device buffer in
+    /// place (a batch of `len / 2^log_n` vectors), queued on this engine's
+    /// stream; returns when the work is queued, not done (synchronize
+    /// [`GpuNtt::stream`] or use [`GpuNtt::ntt`]). The buffer must have been
+    /// allocated on this engine's device.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad shape, a zero coset shift or a
+    /// buffer of another device; CUDA errors from the launches.
+    pub fn ntt_device(&self, data: &mut DeviceBuffer<Fr>, log_n: u32, opts: NttOptions) -> Result<()> {
+        let batch = check_shape(data.len(), log_n)? as u64;
+        if data.stream().device() != self.mem.device() {
+            return Err(Error::InvalidArgument(format!(
+                "buffer of device {} given to the NTT engine of device {}",
+                data.stream().device(),
+                self.mem.device()
+            )));
+        }
+        if opts.coset.is_some_and(|g| g == Fr::ZERO) {
+            return Err(Error::InvalidArgument("coset shift must be nonzero".into()));
+        }
+        if log_n == 0 {
+            return Ok(()); // size-1 transforms are the identity (1/n = 1, g^0 = 1)
+        }
+        let dev = self.mem.device();
+        let s = self.stream.as_raw();
+        // The data's own stream may hold pending work (uploads): order after it.
+        data.stream().synchronize()?;
+        let ptr = data.as_mut_ptr().cast::<std::ffi::c_void>();
+        let bitrev = || {
+            // SAFETY: `ptr` holds batch * 2^log_n elements on this device.
+            check(unsafe { sys::cuzk_ntt_bit_reverse(dev, ptr, log_n, batch, s) })
+        };
+        let inverse = opts.direction == Direction::Inverse;
+        let root = if inverse {
+            root_of_unity(log_n).inverse().expect("roots are nonzero")
+        } else {
+            root_of_unity(log_n)
+        };
+        let rt = self.table(TableKey::Root { log_n, inverse }, root, log_n)?;
+        let shift = match opts.coset {
+            Some(g) => {
+                let g = if inverse { g.inverse().expect("nonzero") } else { g };
+                let key = TableKey::Shift { log_n, inverse, g: ark_ff::PrimeField::into_bigint(g).0 };
+                Some(self.table(key, g, log_n)?)
+            }
+            None => None,
+        };
+        let factor_buf = |v: Fr| -> Result<DeviceBuffer<Fr>> {
+            let mut b = self.mem.alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
+            b.copy_from_host(&[v])?;
+            Ok(b)
+        };
+        let scale_dev = |factor: Option<&DeviceBuffer<Fr>>| -> Result<()> {
+            let (lo, hi, bits) = match &shift {
+                Some(t) => (t.lo.as_ptr().cast(), t.hi.as_ptr().cast(), t.lo_bits),
+                None => (std::ptr::null(), std::ptr::null(), 0),
+            };
+            let f = factor.map_or(std::ptr::null(), |f| f.as_ptr().cast());
+            // SAFETY: tables and factor are device buffers of this device
+            // that outlive the queued kernel (the caller synchronizes before
+            // dropping them).
+            check(unsafe { sys::cuzk_ntt_scale_powers(dev, ptr, log_n, batch, lo, hi, bits, f, s) })
+        };
+        let dif = || {
+            // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements.
+            check(unsafe {
+                sys::cuzk_ntt_dif(dev, ptr, log_n, batch, rt.lo.as_ptr().cast(), rt.hi.as_ptr().cast(), rt.lo_bits, s)
+            })
+        };
+        if opts.order.input_reversed() {
+            bitrev()?;
+        }
+        match opts.direction {
+            Direction::Forward => {
+                if shift.is_some() {
+                    scale_dev(None)?;
+                }
+                dif()?;
+                if !opts.order.output_reversed() {
+                    bitrev()?;
+                }
+            }
+            Direction::Inverse => {
+                dif()?;
+                let n_inv = factor_buf(inv_n(log_n))?;
+                if shift.is_some() || !opts.order.output_reversed() {
+                    // Natural order first: the coset factor g^-i depends on i.
+                    bitrev()?;
+                    scale_dev(Some(&n_inv))?;
+                    if opts.order.output_reversed() {
+                        bitrev()?;
+                    }
+                } else {
+                    scale_dev(Some(&n_inv))?;
+                }
+                // n_inv must outlive the kernel that reads it.
+                self.stream.synchronize()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Transforms each vector of 2^log_n elements of a host slice in place
+    /// (a batch of `data.len() / 2^log_n` vectors): copies in, transforms on
+    /// the GPU, copies back, and waits.
+    ///
+    /// # Errors
+    /// As [`GpuNtt::ntt_device`], plus [`Error::OutOfMemory`] when the batch
+    /// does not fit the device budget.
+    pub fn ntt(&self, data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
+        check_shape(data.len(), log_n)?;
+        let mut d = self.mem.alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
+        d.copy_from_host(data)?;
+        self.ntt_device(&mut d, log_n, opts)?;
+        self.stream.synchronize()?;
+        d.copy_to_host(data)?;
+        Ok(())
+    }
+
+    /// Groth16's quotient on the coset: `out[i] = (a[i] * b[i] - c[i]) / Z`
+    /// where `Z = g^n - 1` is the vanishing polynomial x^n - 1 on the coset
+    /// `g H` (constant there). Queued on this engine's stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when lengths differ or `g^n = 1` (the coset
+    /// is H itself, where Z vanishes); CUDA errors.
+    pub fn coset_quotient(
+        &self,
+        a: &DeviceBuffer<Fr>,
+        b: &DeviceBuffer<Fr>,
+        c: &DeviceBuffer<Fr>,
+        out: &mut DeviceBuffer<Fr>,
+        g: Fr,
+    ) -> Result<()> {
+        let n = a.len();
+        if b.len() != n || c.len() != n || out.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "coset_quotient: lengths a {n}, b {}, c {}, out {} differ",
+                b.len(),
+                c.len(),
+                out.len()
+            )));
+        }
+        let log_n = crate::log2_exact(n)?;
+        let z = g.pow([1u64 << log_n]) - Fr::ONE;
+        let z_inv = z
+            .inverse()
+            .ok_or_else(|| Error::InvalidArgument("g^n = 1: Z vanishes on this coset; pick g outside H".into()))?;
+        let mut f = self.mem.alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
+        f.copy_from_host(&[z_inv])?;
+        for x in [a, b, c] {
+            x.stream().synchronize()?;
+        }
+        // SAFETY: all buffers hold n elements of this device; `f` outlives the
+        // kernel (synchronized below).
+        check(unsafe {
+            sys::cuzk_ntt_mul_sub_scale(
+                self.mem.device(),
+                a.as_ptr().cast(),
+                b.as_ptr().cast(),
+                c.as_ptr().cast(),
+                out.as_mut_ptr().cast(),
+                n as u64,
+                f.as_ptr().cast(),
+                self.stream.as_raw(),
+            )
+        })?;
+        self.stream.synchronize()
+    }
+}

@@ -1,0 +1,60 @@
+/*
+ * cuzk NTT layer: C ABI of the GPU kernels over BLS12-381 Fr (Montgomery
+ * form, 32 bytes an element, arkworks' layout). Turned into
+ * crates/ntt/src/sys.rs by `cargo xtask bindings`.
+ *
+ * All data pointers are device pointers; every launch is asynchronous on
+ * `stream` (a cudaStream_t) of `device`, and checked. A batch is `batch`
+ * vectors of 2^log_n elements each, stored one after the other.
+ *
+ * Powers of a root (or of a coset shift) come as two-level tables, so any
+ * power costs one multiply and the tables stay small:
+ *   w^e = hi[e >> lo_bits] * lo[e & (2^lo_bits - 1)],
+ *   lo[j] = w^j (j < 2^lo_bits), hi[j] = w^(j * 2^lo_bits).
+ */
+#ifndef CUZK_NTT_H
+#define CUZK_NTT_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest radix (log2) of one pass; passes load 2^pass_bits elements a
+ * column into shared memory. */
+#define CUZK_NTT_MAX_PASS_BITS 9
+
+/* In-place decimation-in-frequency NTT (Gentleman-Sande), natural-order
+ * input to bit-reversed output, of every vector of the batch, with root
+ * w of order 2^log_n given by its two-level tables (tw_lo: 2^lo_bits
+ * entries, tw_hi: 2^(log_n - lo_bits) entries). Four-step decomposition
+ * (Bailey 1990): passes of up to 2^CUZK_NTT_MAX_PASS_BITS-point DFTs in
+ * shared memory with twiddle multiplies between passes. log_n <= 32. */
+cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
+                         const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream);
+
+/* In-place bit-reversal permutation of every vector of the batch. */
+cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uint64_t batch,
+                                 void* stream);
+
+/* data[i] *= factor * g^i for i in [0, 2^log_n) of every vector (natural
+ * order), g^i from two-level tables (null tables: g = 1, so data *= factor;
+ * null factor: factor = 1). Coset shifts and the 1/n of inverse NTTs. */
+cuzk_status cuzk_ntt_scale_powers(int32_t device, void* data, uint32_t log_n, uint64_t batch,
+                                  const void* g_lo, const void* g_hi, uint32_t lo_bits,
+                                  const void* factor, void* stream);
+
+/* out[i] = (a[i] * b[i] - c[i]) * factor for i in [0, n): Groth16's
+ * quotient on a coset, where Z(x) = x^n - 1 is the constant g^n - 1 and
+ * factor = 1 / (g^n - 1). out may alias a, b or c. */
+cuzk_status cuzk_ntt_mul_sub_scale(int32_t device, const void* a, const void* b, const void* c,
+                                   void* out, uint64_t n, const void* factor, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUZK_NTT_H */

@@ -1,0 +1,268 @@
+// cuzk NTT kernels over BLS12-381 Fr (see include/cuzk/ntt.h).
+//
+// Forward transform: in-place decimation in frequency (Gentleman-Sande),
+// natural order in, bit-reversed order out, organised as Bailey's
+// four-step method (D. H. Bailey, "FFTs in external or hierarchical
+// memory", J. Supercomputing 4, 1990): with N = R * C and j = c + C t,
+//   X[u + R v] = sum_c w_C^(v c) * [ w_N^(u c) * sum_t x[c + C t] w_R^(u t) ].
+// One pass runs the size-R DFTs of all columns (stride C) in shared memory
+// as radix-2 DIF stages, leaving column outputs in bit-reversed position,
+// and multiplies output u of column c by w_N^(u c). The size-C DFTs of the
+// rows are the next pass, on contiguous blocks of C elements, recursively.
+// Output lands at bit-reversed positions overall: position
+// C * bitrev_R(u) + bitrev_C(v) holds X[u + R v].
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuzk/bls12_381.cuh"
+#include "cuzk/cuda_status.cuh"
+#include "cuzk/ff.cuh"
+#include "cuzk/ntt.h"
+
+using cuzk::Fr;
+using cuzk::guard;
+using cuzk::ok;
+
+namespace {
+
+constexpr int kThreads = 256;       // threads per block
+constexpr int kTileLog = 11;         // 2^11 elements (64 KiB) per block tile
+constexpr int kMaxPass = CUZK_NTT_MAX_PASS_BITS;
+
+__device__ __forceinline__ Fr load_fr(const Fr* p) {
+    const uint4* s = reinterpret_cast<const uint4*>(p);
+    uint4 a = s[0], b = s[1];
+    Fr r;
+    r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
+    r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
+    return r;
+}
+
+__device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
+    uint4* d = reinterpret_cast<uint4*>(p);
+    d[0] = make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]);
+    d[1] = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
+}
+
+// w^e from two-level tables.
+__device__ __forceinline__ Fr power(const Fr* lo, const Fr* hi, uint32_t lo_bits, uint64_t e) {
+    return load_fr(hi + (e >> lo_bits)) * load_fr(lo + (e & ((1ull << lo_bits) - 1)));
+}
+
+__device__ __forceinline__ uint32_t bitrev(uint32_t x, uint32_t bits) {
+    return bits == 0 ? 0 : (__brev(x) >> (32 - bits));
+}
+
+// One four-step pass over every vector of the batch.
+//   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
+//   log_r: radix R of this pass; columns have stride C = B / R;
+//   log_w: columns per tile (tile = R x W elements).
+// Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
+__global__ void __launch_bounds__(kThreads)
+ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,
+         const Fr* __restrict__ tw_lo, const Fr* __restrict__ tw_hi, uint32_t lo_bits,
+         uint64_t tiles) {
+    extern __shared__ uint4 smem_raw[];
+    Fr* sh = reinterpret_cast<Fr*>(smem_raw);
+    Fr* roots = sh + (1u << (log_r + log_w));  // w_R^j, j < R/2
+
+    const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
+    const uint32_t log_c = log_b - log_r;
+    const uint64_t C = 1ull << log_c;
+    const uint32_t groups_per_sub = (uint32_t)(C >> log_w);  // column groups per sub-problem
+
+    // Roots of this radix: w_R = w_N^(N/R).
+    for (uint32_t j = threadIdx.x; j < R / 2; j += blockDim.x)
+        store_fr(&roots[j], power(tw_lo, tw_hi, lo_bits, (uint64_t)j << (log_n - log_r)));
+
+    for (uint64_t t_id = blockIdx.x; t_id < tiles; t_id += gridDim.x) {
+        const uint64_t group = t_id % groups_per_sub;
+        const uint64_t sub = t_id / groups_per_sub;  // over all vectors: sub-problem index
+        const uint64_t base = (sub << log_b) + (group << log_w);
+        __syncthreads();
+        // Load: element (row t, column k) at base + k + C t; k fastest across threads.
+        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+            const uint32_t k = i & (W - 1), t = i >> log_w;
+            store_fr(&sh[i], load_fr(data + base + k + (t << log_c)));
+        }
+        __syncthreads();
+        // log_r radix-2 DIF stages on every column.
+        for (uint32_t s = 0; s < log_r; ++s) {
+            const uint32_t log_h = log_r - 1 - s;  // half-size of this stage
+            for (uint32_t q = threadIdx.x; q < tile / 2; q += blockDim.x) {
+                const uint32_t k = q & (W - 1), j = q >> log_w;
+                const uint32_t jl = j & ((1u << log_h) - 1);
+                const uint32_t p = ((j >> log_h) << (log_h + 1)) | jl;
+                Fr* x0 = &sh[(p << log_w) | k];
+                Fr* x1 = &sh[((p + (1u << log_h)) << log_w) | k];
+                const Fr a = load_fr(x0), b = load_fr(x1);
+                store_fr(x0, a + b);
+                const Fr d = a - b;
+                store_fr(x1, jl == 0 ? d : d * load_fr(&roots[jl << s]));
+            }
+            __syncthreads();
+        }
+        // Twiddle w_B^(u c) = w_N^(u c N/B) and store. Position p holds u = bitrev(p).
+        const bool twiddle = log_c > 0;
+        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+            const uint32_t k = i & (W - 1), p = i >> log_w;
+            Fr v = load_fr(&sh[i]);
+            if (twiddle) {
+                const uint64_t c = (group << log_w) + k;
+                const uint64_t e = ((uint64_t)bitrev(p, log_r) * c) << (log_n - log_b);
+                if (e != 0) v = v * power(tw_lo, tw_hi, lo_bits, e);
+            }
+            store_fr(data + base + k + ((uint64_t)p << log_c), v);
+        }
+    }
+}
+
+__global__ void bit_reverse_kernel(Fr* data, uint32_t log_n, uint64_t total) {
+    for (uint64_t g = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; g < total;
+         g += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t n = 1ull << log_n;
+        const uint64_t v = g >> log_n, i = g & (n - 1);
+        const uint64_t r = log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
+        if (i < r) {
+            Fr* a = data + (v << log_n);
+            const Fr x = load_fr(a + i), y = load_fr(a + r);
+            store_fr(a + i, y);
+            store_fr(a + r, x);
+        }
+    }
+}
+
+__global__ void scale_powers_kernel(Fr* data, uint32_t log_n, uint64_t total, const Fr* g_lo,
+                                    const Fr* g_hi, uint32_t lo_bits, const Fr* factor) {
+    const Fr f = factor ? load_fr(factor) : Fr::one();
+    for (uint64_t g = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; g < total;
+         g += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t i = g & ((1ull << log_n) - 1);
+        Fr m = f;
+        if (g_lo) m = m * power(g_lo, g_hi, lo_bits, i);
+        store_fr(data + g, load_fr(data + g) * m);
+    }
+}
+
+__global__ void mul_sub_scale_kernel(const Fr* a, const Fr* b, const Fr* c, Fr* out, uint64_t n,
+                                     const Fr* factor) {
+    const Fr f = load_fr(factor);
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        store_fr(out + i, (load_fr(a + i) * load_fr(b + i) - load_fr(c + i)) * f);
+}
+
+// A grid of at most `waves` blocks per SM for grid-stride kernels.
+cuzk_status grid_for(int32_t device, uint64_t work, uint32_t threads, uint32_t* blocks) {
+    int sms = 0;
+    CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const uint64_t want = (work + threads - 1) / threads;
+    const uint64_t cap = (uint64_t)sms * 32;
+    *blocks = (uint32_t)(want < cap ? (want ? want : 1) : cap);
+    return ok();
+}
+
+#define CUZK_NEED(cond, ...) \
+    if (!(cond)) return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, __VA_ARGS__)
+
+}  // namespace
+
+extern "C" {
+
+cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
+                         const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
+    return guard("cuzk_ntt_dif", [&]() -> cuzk_status {
+        CUZK_NEED(log_n <= 32, "cuzk_ntt_dif: log_n = %u exceeds Fr's two-adicity (32)", log_n);
+        CUZK_NEED(data && tw_lo && tw_hi, "cuzk_ntt_dif: null pointer");
+        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_dif: lo_bits %u > log_n %u", lo_bits, log_n);
+        if (batch == 0 || log_n == 0) return ok();
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        static bool smem_set[64] = {};
+        const size_t smem_max = (sizeof(Fr) << kTileLog) + (sizeof(Fr) << (kMaxPass - 1));
+        if (device >= 0 && device < 64 && !smem_set[device]) {
+            CUZK_CUDA_TRY(cudaFuncSetAttribute(ntt_pass, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)smem_max));
+            smem_set[device] = true;
+        }
+        int sms = 0;
+        CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        // Split log_n into passes of at most kMaxPass bits, as even as possible.
+        const uint32_t passes = (log_n + kMaxPass - 1) / kMaxPass;
+        uint32_t log_b = log_n;
+        for (uint32_t p = 0; p < passes; ++p) {
+            const uint32_t left = passes - p;
+            const uint32_t log_r = (log_b + left - 1) / left;  // ceil share of what is left
+            const uint32_t log_c = log_b - log_r;
+            uint32_t log_w = kTileLog > log_r ? kTileLog - log_r : 0;
+            if (log_w > log_c) log_w = log_c;
+            const uint64_t tiles = batch << (log_n - log_r - log_w);
+            const uint32_t tile = 1u << (log_r + log_w);
+            const uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
+            const size_t smem = (sizeof(Fr) << (log_r + log_w)) + (sizeof(Fr) << (log_r - 1));
+            const uint64_t cap = (uint64_t)sms * 8;
+            const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
+            ntt_pass<<<blocks, threads, smem, (cudaStream_t)stream>>>(
+                (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
+                tiles);
+            CUZK_CUDA_TRY(cudaGetLastError());
+            log_b -= log_r;
+        }
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uint64_t batch,
+                                 void* stream) {
+    return guard("cuzk_ntt_bit_reverse", [&]() -> cuzk_status {
+        CUZK_NEED(log_n <= 32, "cuzk_ntt_bit_reverse: log_n = %u > 32", log_n);
+        CUZK_NEED(data || batch == 0, "cuzk_ntt_bit_reverse: null pointer");
+        if (batch == 0 || log_n <= 1) return ok();
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        const uint64_t total = batch << log_n;
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, total, 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        bit_reverse_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>((Fr*)data, log_n, total);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_scale_powers(int32_t device, void* data, uint32_t log_n, uint64_t batch,
+                                  const void* g_lo, const void* g_hi, uint32_t lo_bits,
+                                  const void* factor, void* stream) {
+    return guard("cuzk_ntt_scale_powers", [&]() -> cuzk_status {
+        CUZK_NEED(log_n <= 32, "cuzk_ntt_scale_powers: log_n = %u > 32", log_n);
+        CUZK_NEED(data || batch == 0, "cuzk_ntt_scale_powers: null pointer");
+        CUZK_NEED((g_lo == nullptr) == (g_hi == nullptr), "cuzk_ntt_scale_powers: give both tables or neither");
+        if (batch == 0 || (!g_lo && !factor)) return ok();
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        const uint64_t total = batch << log_n;
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, total, 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        scale_powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
+            (Fr*)data, log_n, total, (const Fr*)g_lo, (const Fr*)g_hi, lo_bits, (const Fr*)factor);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_mul_sub_scale(int32_t device, const void* a, const void* b, const void* c,
+                                   void* out, uint64_t n, const void* factor, void* stream) {
+    return guard("cuzk_ntt_mul_sub_scale", [&]() -> cuzk_status {
+        CUZK_NEED((a && b && c && out && factor) || n == 0, "cuzk_ntt_mul_sub_scale: null pointer");
+        if (n == 0) return ok();
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, n, 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        mul_sub_scale_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
+            (const Fr*)a, (const Fr*)b, (const Fr*)c, (Fr*)out, n, (const Fr*)factor);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+}  // extern "C"

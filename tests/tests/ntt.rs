@@ -1,0 +1,226 @@
+//! cuzk-ntt against references: the CPU path against a schoolbook DFT
+//! (small sizes) and ark-poly's conventions; the GPU path against the CPU
+//! path for every order, direction and coset at log sizes 0..=20 (proptest
+//! draws the inputs), spot checks at 2^24 and 2^27, a round trip at 2^28,
+//! batches, the Groth16 coset quotient, and the errors.
+
+use ark_ff::{Field, UniformRand};
+use cuzk_ntt::{bit_reverse_permute, cpu, root_of_unity, Direction, GpuNtt, NttOptions, Order};
+use cuzk_tests::{gpu_or_skip, report, rng};
+use proptest::prelude::*;
+use rand::SeedableRng;
+use std::sync::OnceLock;
+
+type Fr = cuzk_ntt::Fr;
+
+fn random_vec(seed: u64, len: usize) -> Vec<Fr> {
+    let mut r = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    (0..len).map(|_| Fr::rand(&mut r)).collect()
+}
+
+/// Every (direction, order, coset) combination.
+fn all_options() -> Vec<NttOptions> {
+    let mut v = Vec::new();
+    for dir in [NttOptions::forward(), NttOptions::inverse()] {
+        for order in Order::ALL {
+            v.push(dir.with_order(order));
+            v.push(dir.with_order(order).on_default_coset());
+        }
+    }
+    v
+}
+
+/// Schoolbook DFT in natural order: A[i] = sum_j a[j] (g w^i)^j, inverse with
+/// w^-1, g^-1 and 1/n.
+fn schoolbook(a: &[Fr], opts: NttOptions) -> Vec<Fr> {
+    let n = a.len();
+    let log_n = n.trailing_zeros();
+    let inverse = opts.direction == Direction::Inverse;
+    let w = if inverse { root_of_unity(log_n).inverse().unwrap() } else { root_of_unity(log_n) };
+    let g = opts.coset.map(|g| if inverse { g.inverse().unwrap() } else { g });
+    let n_inv = Fr::from(n as u64).inverse().unwrap();
+    (0..n)
+        .map(|i| {
+            let x = w.pow([i as u64]);
+            let mut acc = Fr::from(0u64);
+            let mut p = Fr::from(1u64);
+            for aj in a {
+                acc += *aj * p;
+                p *= x;
+            }
+            match (inverse, g) {
+                // Inverse on a coset: coefficients c_j = (1/n) sum_i A_i w^-ij g^-j.
+                (true, Some(g)) => acc * n_inv * g.pow([i as u64]),
+                (true, None) => acc * n_inv,
+                _ => acc,
+            }
+        })
+        .collect()
+}
+
+fn forward_input(a: &[Fr], opts: NttOptions) -> Vec<Fr> {
+    // For a forward coset transform, the schoolbook sums a_j (g w^i)^j:
+    // scale a_j by g^j first.
+    match (opts.direction, opts.coset) {
+        (Direction::Forward, Some(g)) => a.iter().enumerate().map(|(j, x)| *x * g.pow([j as u64])).collect(),
+        _ => a.to_vec(),
+    }
+}
+
+#[test]
+fn cpu_path_matches_the_schoolbook_dft_in_every_order() {
+    for log_n in 0..=6u32 {
+        for (k, opts) in all_options().into_iter().enumerate() {
+            let n = 1usize << log_n;
+            let a = random_vec(1000 * log_n as u64 + k as u64, n);
+            let mut want = schoolbook(&forward_input(&a, opts), opts);
+            if opts.order.output_reversed() {
+                bit_reverse_permute(&mut want, log_n);
+            }
+            let mut got = a.clone();
+            if opts.order.input_reversed() {
+                bit_reverse_permute(&mut got, log_n);
+            }
+            cpu::ntt(&mut got, log_n, opts).unwrap();
+            assert_eq!(got, want, "log_n {log_n} {opts:?}");
+        }
+    }
+}
+
+#[test]
+fn cpu_round_trips_and_batches() {
+    let log_n = 10;
+    let a = random_vec(7, 3 << log_n);
+    let mut b = a.clone();
+    for order in [Order::NR, Order::NN] {
+        let f = NttOptions::forward().with_order(order).on_default_coset();
+        cpu::ntt(&mut b, log_n, f).unwrap();
+        let back = match order {
+            Order::NR => Order::RN,
+            _ => Order::NN,
+        };
+        cpu::ntt(&mut b, log_n, NttOptions::inverse().with_order(back).on_default_coset()).unwrap();
+        assert_eq!(a, b);
+    }
+    // A batch equals the vectors one by one.
+    let mut whole = a.clone();
+    cpu::ntt(&mut whole, log_n, NttOptions::forward()).unwrap();
+    for (i, chunk) in a.chunks(1 << log_n).enumerate() {
+        let mut one = chunk.to_vec();
+        cpu::ntt(&mut one, log_n, NttOptions::forward()).unwrap();
+        assert_eq!(&whole[i << log_n..(i + 1) << log_n], &one[..]);
+    }
+}
+
+#[test]
+fn bad_shapes_are_errors() {
+    let mut v = random_vec(1, 12);
+    let e = cpu::ntt(&mut v, 3, NttOptions::forward()).unwrap_err();
+    assert!(e.to_string().contains("not a whole number of vectors"), "{e}");
+    assert!(cuzk_ntt::log2_exact(12).unwrap_err().to_string().contains("not a power of two"));
+    let e = cuzk_ntt::check_shape(1 << 10, 33).unwrap_err();
+    assert!(e.to_string().contains("two-adicity"), "{e}");
+    let mut empty: Vec<Fr> = Vec::new();
+    assert!(cpu::ntt(&mut empty, 0, NttOptions::forward()).is_err());
+    let e = cpu::ntt(&mut v[..8], 3, NttOptions::forward().on_coset(Fr::from(0u64))).unwrap_err();
+    assert!(e.to_string().contains("nonzero"), "{e}");
+}
+
+fn engine() -> Option<&'static GpuNtt> {
+    static E: OnceLock<Option<GpuNtt>> = OnceLock::new();
+    gpu_or_skip("ntt gpu tests")?;
+    E.get_or_init(|| Some(GpuNtt::new(0).expect("GPU NTT engine"))).as_ref()
+}
+
+fn gpu_vs_cpu(g: &GpuNtt, a: &[Fr], log_n: u32, opts: NttOptions) -> Result<(), TestCaseError> {
+    let mut want = a.to_vec();
+    cpu::ntt(&mut want, log_n, opts).unwrap();
+    let mut got = a.to_vec();
+    g.ntt(&mut got, log_n, opts).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert!(got == want, "GPU differs from CPU at log_n {log_n}, {opts:?}");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn gpu_matches_cpu_every_order_direction_and_coset(log_n in 0u32..=20, which in 0usize..16, seed in any::<u64>()) {
+        let Some(g) = engine() else { return Ok(()) };
+        let opts = all_options()[which];
+        gpu_vs_cpu(g, &random_vec(seed, 1 << log_n), log_n, opts)?;
+    }
+}
+
+#[test]
+fn gpu_every_size_and_option_once() {
+    let Some(g) = engine() else { return };
+    let mut r = rng("gpu_every_size_and_option_once");
+    let mut cases = 0;
+    for log_n in 0..=20u32 {
+        let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
+        for opts in all_options() {
+            gpu_vs_cpu(g, &a, log_n, opts).unwrap();
+            cases += 1;
+        }
+    }
+    report(&format!("ntt: GPU = CPU for {cases} (size, direction, order, coset) cases, log sizes 0..=20"));
+}
+
+#[test]
+fn gpu_batches_and_spot_checks_at_2_24_and_2_27() {
+    let Some(g) = engine() else { return };
+    let mut r = rng("gpu_batches_and_spot_checks_at_2_24_and_2_27");
+    let a: Vec<Fr> = (0..5usize << 14).map(|_| Fr::rand(&mut r)).collect();
+    for opts in [NttOptions::forward(), NttOptions::inverse().with_order(Order::RN).on_default_coset()] {
+        gpu_vs_cpu(g, &a, 14, opts).unwrap();
+    }
+    for log_n in [24u32, 27] {
+        let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
+        gpu_vs_cpu(g, &a, log_n, NttOptions::forward()).unwrap();
+        report(&format!("ntt: GPU = CPU (ark-poly) at 2^{log_n}, forward, natural order"));
+    }
+}
+
+#[test]
+fn gpu_round_trip_at_2_28() {
+    let Some(g) = engine() else { return };
+    let log_n = 28;
+    let mut r = rng("gpu_round_trip_at_2_28");
+    let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
+    let mut d = g.memory().alloc::<Fr>(a.len(), cuzk_alloc::Strategy::Async, g.stream(), None).unwrap();
+    d.copy_from_host(&a).unwrap();
+    g.ntt_device(&mut d, log_n, NttOptions::forward().with_order(Order::NR)).unwrap();
+    g.ntt_device(&mut d, log_n, NttOptions::inverse().with_order(Order::RN)).unwrap();
+    g.stream().synchronize().unwrap();
+    let mut back = vec![Fr::from(0u64); a.len()];
+    d.copy_to_host(&mut back).unwrap();
+    assert!(back == a, "inverse(forward(x)) != x at 2^28");
+    report("ntt: inverse(forward(x)) == x at 2^28 on the GPU");
+}
+
+#[test]
+fn gpu_coset_quotient_matches_the_cpu() {
+    let Some(g) = engine() else { return };
+    let log_n = 12;
+    let n = 1usize << log_n;
+    let mut r = rng("gpu_coset_quotient_matches_the_cpu");
+    let host: Vec<Vec<Fr>> = (0..3).map(|_| (0..n).map(|_| Fr::rand(&mut r)).collect()).collect();
+    let shift = <Fr as ark_ff::FftField>::GENERATOR;
+    let z_inv = (shift.pow([n as u64]) - Fr::from(1u64)).inverse().unwrap();
+    let want: Vec<Fr> = (0..n).map(|i| (host[0][i] * host[1][i] - host[2][i]) * z_inv).collect();
+    let bufs: Vec<_> = host
+        .iter()
+        .map(|h| {
+            let mut d = g.memory().alloc::<Fr>(n, cuzk_alloc::Strategy::Sync, g.stream(), None).unwrap();
+            d.copy_from_host(h).unwrap();
+            d
+        })
+        .collect();
+    let mut out = g.memory().alloc::<Fr>(n, cuzk_alloc::Strategy::Sync, g.stream(), None).unwrap();
+    g.coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, shift).unwrap();
+    let mut got = vec![Fr::from(0u64); n];
+    out.copy_to_host(&mut got).unwrap();
+    assert_eq!(got, want);
+    let e = g.coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, Fr::from(1u64)).unwrap_err();
+    assert!(e.to_string().contains("vanishes"), "{e}");
+}
