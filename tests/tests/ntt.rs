@@ -36,8 +36,14 @@ fn schoolbook(a: &[Fr], opts: NttOptions) -> Vec<Fr> {
     let n = a.len();
     let log_n = n.trailing_zeros();
     let inverse = opts.direction == Direction::Inverse;
-    let w = if inverse { root_of_unity(log_n).inverse().unwrap() } else { root_of_unity(log_n) };
-    let g = opts.coset.map(|g| if inverse { g.inverse().unwrap() } else { g });
+    let w = if inverse {
+        root_of_unity(log_n).inverse().unwrap()
+    } else {
+        root_of_unity(log_n)
+    };
+    let g = opts
+        .coset
+        .map(|g| if inverse { g.inverse().unwrap() } else { g });
     let n_inv = Fr::from(n as u64).inverse().unwrap();
     (0..n)
         .map(|i| {
@@ -62,7 +68,11 @@ fn forward_input(a: &[Fr], opts: NttOptions) -> Vec<Fr> {
     // For a forward coset transform, the schoolbook sums a_j (g w^i)^j:
     // scale a_j by g^j first.
     match (opts.direction, opts.coset) {
-        (Direction::Forward, Some(g)) => a.iter().enumerate().map(|(j, x)| *x * g.pow([j as u64])).collect(),
+        (Direction::Forward, Some(g)) => a
+            .iter()
+            .enumerate()
+            .map(|(j, x)| *x * g.pow([j as u64]))
+            .collect(),
         _ => a.to_vec(),
     }
 }
@@ -99,7 +109,12 @@ fn cpu_round_trips_and_batches() {
             Order::NR => Order::RN,
             _ => Order::NN,
         };
-        cpu::ntt(&mut b, log_n, NttOptions::inverse().with_order(back).on_default_coset()).unwrap();
+        cpu::ntt(
+            &mut b,
+            log_n,
+            NttOptions::inverse().with_order(back).on_default_coset(),
+        )
+        .unwrap();
         assert_eq!(a, b);
     }
     // A batch equals the vectors one by one.
@@ -116,28 +131,44 @@ fn cpu_round_trips_and_batches() {
 fn bad_shapes_are_errors() {
     let mut v = random_vec(1, 12);
     let e = cpu::ntt(&mut v, 3, NttOptions::forward()).unwrap_err();
-    assert!(e.to_string().contains("not a whole number of vectors"), "{e}");
-    assert!(cuzk_ntt::log2_exact(12).unwrap_err().to_string().contains("not a power of two"));
+    assert!(
+        e.to_string().contains("not a whole number of vectors"),
+        "{e}"
+    );
+    assert!(cuzk_ntt::log2_exact(12)
+        .unwrap_err()
+        .to_string()
+        .contains("not a power of two"));
     let e = cuzk_ntt::check_shape(1 << 10, 33).unwrap_err();
     assert!(e.to_string().contains("two-adicity"), "{e}");
     let mut empty: Vec<Fr> = Vec::new();
     assert!(cpu::ntt(&mut empty, 0, NttOptions::forward()).is_err());
-    let e = cpu::ntt(&mut v[..8], 3, NttOptions::forward().on_coset(Fr::from(0u64))).unwrap_err();
+    let e = cpu::ntt(
+        &mut v[..8],
+        3,
+        NttOptions::forward().on_coset(Fr::from(0u64)),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("nonzero"), "{e}");
 }
 
 fn engine() -> Option<&'static GpuNtt> {
     static E: OnceLock<Option<GpuNtt>> = OnceLock::new();
     gpu_or_skip("ntt gpu tests")?;
-    E.get_or_init(|| Some(GpuNtt::new(0).expect("GPU NTT engine"))).as_ref()
+    E.get_or_init(|| Some(GpuNtt::new(0).expect("GPU NTT engine")))
+        .as_ref()
 }
 
 fn gpu_vs_cpu(g: &GpuNtt, a: &[Fr], log_n: u32, opts: NttOptions) -> Result<(), TestCaseError> {
     let mut want = a.to_vec();
     cpu::ntt(&mut want, log_n, opts).unwrap();
     let mut got = a.to_vec();
-    g.ntt(&mut got, log_n, opts).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert!(got == want, "GPU differs from CPU at log_n {log_n}, {opts:?}");
+    g.ntt(&mut got, log_n, opts)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert!(
+        got == want,
+        "GPU differs from CPU at log_n {log_n}, {opts:?}"
+    );
     Ok(())
 }
 
@@ -163,7 +194,9 @@ fn gpu_every_size_and_option_once() {
             cases += 1;
         }
     }
-    report(&format!("ntt: GPU = CPU for {cases} (size, direction, order, coset) cases, log sizes 0..=20"));
+    report(&format!(
+        "ntt: GPU = CPU for {cases} (size, direction, order, coset) cases, log sizes 0..=20"
+    ));
 }
 
 #[test]
@@ -171,13 +204,20 @@ fn gpu_batches_and_spot_checks_at_2_24_and_2_27() {
     let Some(g) = engine() else { return };
     let mut r = rng("gpu_batches_and_spot_checks_at_2_24_and_2_27");
     let a: Vec<Fr> = (0..5usize << 14).map(|_| Fr::rand(&mut r)).collect();
-    for opts in [NttOptions::forward(), NttOptions::inverse().with_order(Order::RN).on_default_coset()] {
+    for opts in [
+        NttOptions::forward(),
+        NttOptions::inverse()
+            .with_order(Order::RN)
+            .on_default_coset(),
+    ] {
         gpu_vs_cpu(g, &a, 14, opts).unwrap();
     }
     for log_n in [24u32, 27] {
         let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
         gpu_vs_cpu(g, &a, log_n, NttOptions::forward()).unwrap();
-        report(&format!("ntt: GPU = CPU (ark-poly) at 2^{log_n}, forward, natural order"));
+        report(&format!(
+            "ntt: GPU = CPU (ark-poly) at 2^{log_n}, forward, natural order"
+        ));
     }
 }
 
@@ -187,10 +227,15 @@ fn gpu_round_trip_at_2_28() {
     let log_n = 28;
     let mut r = rng("gpu_round_trip_at_2_28");
     let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
-    let mut d = g.memory().alloc::<Fr>(a.len(), cuzk_alloc::Strategy::Async, g.stream(), None).unwrap();
+    let mut d = g
+        .memory()
+        .alloc::<Fr>(a.len(), cuzk_alloc::Strategy::Async, g.stream(), None)
+        .unwrap();
     d.copy_from_host(&a).unwrap();
-    g.ntt_device(&mut d, log_n, NttOptions::forward().with_order(Order::NR)).unwrap();
-    g.ntt_device(&mut d, log_n, NttOptions::inverse().with_order(Order::RN)).unwrap();
+    g.ntt_device(&mut d, log_n, NttOptions::forward().with_order(Order::NR))
+        .unwrap();
+    g.ntt_device(&mut d, log_n, NttOptions::inverse().with_order(Order::RN))
+        .unwrap();
     g.stream().synchronize().unwrap();
     let mut back = vec![Fr::from(0u64); a.len()];
     d.copy_to_host(&mut back).unwrap();
@@ -204,23 +249,36 @@ fn gpu_coset_quotient_matches_the_cpu() {
     let log_n = 12;
     let n = 1usize << log_n;
     let mut r = rng("gpu_coset_quotient_matches_the_cpu");
-    let host: Vec<Vec<Fr>> = (0..3).map(|_| (0..n).map(|_| Fr::rand(&mut r)).collect()).collect();
+    let host: Vec<Vec<Fr>> = (0..3)
+        .map(|_| (0..n).map(|_| Fr::rand(&mut r)).collect())
+        .collect();
     let shift = <Fr as ark_ff::FftField>::GENERATOR;
     let z_inv = (shift.pow([n as u64]) - Fr::from(1u64)).inverse().unwrap();
-    let want: Vec<Fr> = (0..n).map(|i| (host[0][i] * host[1][i] - host[2][i]) * z_inv).collect();
+    let want: Vec<Fr> = (0..n)
+        .map(|i| (host[0][i] * host[1][i] - host[2][i]) * z_inv)
+        .collect();
     let bufs: Vec<_> = host
         .iter()
         .map(|h| {
-            let mut d = g.memory().alloc::<Fr>(n, cuzk_alloc::Strategy::Sync, g.stream(), None).unwrap();
+            let mut d = g
+                .memory()
+                .alloc::<Fr>(n, cuzk_alloc::Strategy::Sync, g.stream(), None)
+                .unwrap();
             d.copy_from_host(h).unwrap();
             d
         })
         .collect();
-    let mut out = g.memory().alloc::<Fr>(n, cuzk_alloc::Strategy::Sync, g.stream(), None).unwrap();
-    g.coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, shift).unwrap();
+    let mut out = g
+        .memory()
+        .alloc::<Fr>(n, cuzk_alloc::Strategy::Sync, g.stream(), None)
+        .unwrap();
+    g.coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, shift)
+        .unwrap();
     let mut got = vec![Fr::from(0u64); n];
     out.copy_to_host(&mut got).unwrap();
     assert_eq!(got, want);
-    let e = g.coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, Fr::from(1u64)).unwrap_err();
+    let e = g
+        .coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, Fr::from(1u64))
+        .unwrap_err();
     assert!(e.to_string().contains("vanishes"), "{e}");
 }

@@ -14,7 +14,8 @@ use ark_ff::{Field, UniformRand};
 use clap::Parser;
 use comfy_table::{presets::UTF8_FULL, Table};
 use cuzk_field::{
-    ops, Backend, DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Xyzz, G2Affine, G2Xyzz, Kind, Op,
+    ops, Backend, DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Projective, G1Xyzz, G2Affine, G2Projective,
+    G2Xyzz, Kind, Op,
 };
 use rand::SeedableRng;
 use serde_json::json;
@@ -30,7 +31,7 @@ struct Args {
     /// Largest sizes.
     #[arg(long)]
     full: bool,
-    /// Comma-separated layers to run (available: field, alloc).
+    /// Comma-separated layers to run (available: field, alloc, ntt).
     #[arg(long)]
     only: Option<String>,
     /// Report folder.
@@ -87,21 +88,55 @@ fn bench_case<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default, R>(
 ) -> Result<()> {
     let name = format!("{:?} {:?}", case.kind, case.op);
     eprintln!("bench field: {name}");
-    let (a, b) = (&case.a[..n_cpu], if case.op.reads_b() { &case.b[..n_cpu] } else { &case.b[..0] });
+    let (a, b) = (
+        &case.a[..n_cpu],
+        if case.op.reads_b() {
+            &case.b[..n_cpu]
+        } else {
+            &case.b[..0]
+        },
+    );
     let ms = wall_ms(3, || {
         for i in 0..n_cpu {
             std::hint::black_box(reference(i));
         }
     });
-    figs.push(Figure { layer: "field", name: name.clone(), implementation: reference_name, elements: n_cpu, median_ms: ms, timing: "wall" });
+    figs.push(Figure {
+        layer: "field",
+        name: name.clone(),
+        implementation: reference_name,
+        elements: n_cpu,
+        median_ms: ms,
+        timing: "wall",
+    });
     let mut out = vec![O::default(); n_cpu];
-    let ms = wall_ms(3, || ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply"));
-    figs.push(Figure { layer: "field", name: name.clone(), implementation: "cuzk host build (CPU, 1 thread)", elements: n_cpu, median_ms: ms, timing: "wall" });
+    let ms = wall_ms(3, || {
+        ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply")
+    });
+    figs.push(Figure {
+        layer: "field",
+        name: name.clone(),
+        implementation: "cuzk host build (CPU, 1 thread)",
+        elements: n_cpu,
+        median_ms: ms,
+        timing: "wall",
+    });
     if let Some(device) = gpu {
-        let b = if case.op.reads_b() { &case.b[..n_gpu] } else { &case.b[..0] };
+        let b = if case.op.reads_b() {
+            &case.b[..n_gpu]
+        } else {
+            &case.b[..0]
+        };
         let ms = ops::gpu_bench(device, case.kind, case.op, &case.a[..n_gpu], b, 20)
             .with_context(|| format!("GPU bench of {name}"))?;
-        figs.push(Figure { layer: "field", name, implementation: "cuzk GPU", elements: n_gpu, median_ms: ms as f64, timing: "device (CUDA events), data resident" });
+        figs.push(Figure {
+            layer: "field",
+            name,
+            implementation: "cuzk GPU",
+            elements: n_gpu,
+            median_ms: ms as f64,
+            timing: "device (CUDA events), data resident",
+        });
     }
     Ok(())
 }
@@ -132,14 +167,28 @@ fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool
             let b: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
             let f = $f;
             let (ra, rb) = (a.clone(), b.clone());
-            bench_case::<_, _, $t, _>(figs, gpu, sizes, Case { kind: Kind::$kind, op: Op::$op, a, b }, ARK, |i| f(&ra[i], &rb[i]))?;
+            bench_case::<_, _, $t, _>(
+                figs,
+                gpu,
+                sizes,
+                Case {
+                    kind: Kind::$kind,
+                    op: Op::$op,
+                    a,
+                    b,
+                },
+                ARK,
+                |i| f(&ra[i], &rb[i]),
+            )?;
         }};
     }
     field!(Fr, Fr, Mul, |x: &Fr, y: &Fr| *x * y);
     field!(Fr, Fr, Add, |x: &Fr, y: &Fr| *x + y);
     field!(Fp, Fp, Mul, |x: &Fp, y: &Fp| *x * y);
     field!(Fp2, Fp2, Mul, |x: &Fp2, y: &Fp2| *x * y);
-    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x.inverse().unwrap_or_default());
+    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x
+        .inverse()
+        .unwrap_or_default());
     // Points: random points are costly to draw on the CPU, so draw a pool
     // and repeat it. arkworks has no XYZZ coordinates: its reference for the
     // XYZZ rows is its own mixed addition (Jacobian += affine).
@@ -150,14 +199,56 @@ fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool
     let rep2 = |s: usize| (0..n).map(|i| g2[(i * 7 + s) % pool]).collect::<Vec<_>>();
     let (p1, q1) = (rep1(0), rep1(1));
     let jp1: Vec<G1Projective> = p1.iter().map(|p| p.into_group().double()).collect();
-    let a1: Vec<G1Xyzz> = p1.iter().map(|p| G1Xyzz::from_affine_scaled(p, Fp::from(3u64))).collect();
-    bench_case::<_, _, G1Xyzz, _>(figs, gpu, sizes, Case { kind: Kind::G1, op: Op::XyzzMadd, a: a1, b: q1.clone() }, ARK_JAC, |i| jp1[i] + q1[i])?;
+    let a1: Vec<G1Xyzz> = p1
+        .iter()
+        .map(|p| G1Xyzz::from_affine_scaled(p, Fp::from(3u64)))
+        .collect();
+    bench_case::<_, _, G1Xyzz, _>(
+        figs,
+        gpu,
+        sizes,
+        Case {
+            kind: Kind::G1,
+            op: Op::XyzzMadd,
+            a: a1,
+            b: q1.clone(),
+        },
+        ARK_JAC,
+        |i| jp1[i] + q1[i],
+    )?;
     let jq1: Vec<G1Projective> = q1.iter().map(|p| p.into_group().double()).collect();
-    bench_case::<_, _, G1Projective, _>(figs, gpu, sizes, Case { kind: Kind::G1, op: Op::JacAdd, a: jp1.clone(), b: jq1.clone() }, ARK, |i| jp1[i] + jq1[i])?;
+    bench_case::<_, _, G1Projective, _>(
+        figs,
+        gpu,
+        sizes,
+        Case {
+            kind: Kind::G1,
+            op: Op::JacAdd,
+            a: jp1.clone(),
+            b: jq1.clone(),
+        },
+        ARK,
+        |i| jp1[i] + jq1[i],
+    )?;
     let (p2, q2) = (rep2(0), rep2(1));
     let jp2: Vec<G2Projective> = p2.iter().map(|p| p.into_group().double()).collect();
-    let a2: Vec<G2Xyzz> = p2.iter().map(|p| G2Xyzz::from_affine_scaled(p, Fp2::from(3u64))).collect();
-    bench_case::<_, _, G2Xyzz, _>(figs, gpu, sizes, Case { kind: Kind::G2, op: Op::XyzzMadd, a: a2, b: q2.clone() }, ARK_JAC, |i| jp2[i] + q2[i])?;
+    let a2: Vec<G2Xyzz> = p2
+        .iter()
+        .map(|p| G2Xyzz::from_affine_scaled(p, Fp2::from(3u64)))
+        .collect();
+    bench_case::<_, _, G2Xyzz, _>(
+        figs,
+        gpu,
+        sizes,
+        Case {
+            kind: Kind::G2,
+            op: Op::XyzzMadd,
+            a: a2,
+            b: q2.clone(),
+        },
+        ARK_JAC,
+        |i| jp2[i] + q2[i],
+    )?;
     Ok(())
 }
 
@@ -194,6 +285,88 @@ fn alloc_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool) -> Result<
         }
     }
     mem.trim()?;
+    Ok(())
+}
+
+/// NTT at a ladder of sizes: GPU device-resident (wall time around the
+/// queued transform plus a stream synchronize; median of 5 after a warm-up),
+/// GPU host-to-host (copies included, pageable host memory), and ark-poly on
+/// all CPU cores.
+fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
+    use cuzk_ntt::{GpuNtt, NttOptions, Order};
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x5eed);
+    let logs: &[u32] = if quick {
+        &[16, 20]
+    } else if full {
+        &[16, 20, 24, 26, 27, 28]
+    } else {
+        &[16, 20, 24, 26, 27]
+    };
+    let cpu_max = if quick { 20 } else { 24 };
+    let engine = match gpu {
+        Some(d) => Some(GpuNtt::new(d)?),
+        None => None,
+    };
+    for &log_n in logs {
+        let n = 1usize << log_n;
+        let data: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
+        let name = format!("NTT forward 2^{log_n}");
+        if log_n <= cpu_max {
+            eprintln!("bench ntt: ark-poly 2^{log_n}");
+            let domain =
+                <ark_poly::Radix2EvaluationDomain<Fr> as ark_poly::EvaluationDomain<Fr>>::new(n)
+                    .expect("domain");
+            let mut v = data.clone();
+            let ms = wall_ms(3, || {
+                ark_poly::EvaluationDomain::fft_in_place(&domain, &mut v)
+            });
+            figs.push(Figure {
+                layer: "ntt",
+                name: name.clone(),
+                implementation: "ark-poly (CPU, all cores)",
+                elements: n,
+                median_ms: ms,
+                timing: "wall",
+            });
+        }
+        let Some(g) = &engine else { continue };
+        eprintln!("bench ntt: GPU 2^{log_n}");
+        let mut d = g
+            .memory()
+            .alloc::<Fr>(n, cuzk_alloc::Strategy::Async, g.stream(), None)?;
+        d.copy_from_host(&data)?;
+        for (order, label) in [
+            (Order::NN, "cuzk GPU, natural order (NN)"),
+            (Order::NR, "cuzk GPU, bit-reversed out (NR)"),
+        ] {
+            let opts = NttOptions::forward().with_order(order);
+            let ms = wall_ms(5, || {
+                g.ntt_device(&mut d, log_n, opts).expect("ntt");
+                g.stream().synchronize().expect("sync");
+            });
+            figs.push(Figure {
+                layer: "ntt",
+                name: name.clone(),
+                implementation: label,
+                elements: n,
+                median_ms: ms,
+                timing: "device-resident, wall with stream sync",
+            });
+        }
+        drop(d);
+        let mut v = data.clone();
+        let ms = wall_ms(3, || {
+            g.ntt(&mut v, log_n, NttOptions::forward()).expect("ntt")
+        });
+        figs.push(Figure {
+            layer: "ntt",
+            name: name.clone(),
+            implementation: "cuzk GPU host-to-host (NN, copies incl.)",
+            elements: n,
+            median_ms: ms,
+            timing: "wall, host to host",
+        });
+    }
     Ok(())
 }
 
@@ -238,6 +411,7 @@ fn main() -> Result<()> {
         match layer.as_str() {
             "field" => field_layer(&mut figs, gpu, args.quick, args.full)?,
             "alloc" => alloc_layer(&mut figs, gpu, args.quick)?,
+            "ntt" => ntt_layer(&mut figs, gpu, args.quick, args.full)?,
             other => eprintln!("cuzk-bench: layer `{other}` is not benchmarked yet; skipping"),
         }
     }
@@ -256,9 +430,9 @@ fn main() -> Result<()> {
     for f in &figs {
         // Elements per second (bytes per second for the allocator).
         let rate = f.elements as f64 / f.median_ms / 1e3;
-        let ark = figs
-            .iter()
-            .find(|g| g.name == f.name && g.implementation.starts_with("arkworks"));
+        let ark = figs.iter().find(|g| {
+            g.layer == f.layer && g.name == f.name && g.implementation.starts_with("ark")
+        });
         let speedup = ark.map(|g| rate / (g.elements as f64 / g.median_ms / 1e3));
         table.add_row([
             f.layer.to_string(),

@@ -13,8 +13,9 @@ use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
     check_shape(data.len(), log_n)?;
     let n = 1usize << log_n;
-    let mut domain = Radix2EvaluationDomain::<Fr>::new(n)
-        .ok_or_else(|| Error::InvalidArgument(format!("ark-poly has no domain of size 2^{log_n}")))?;
+    let mut domain = Radix2EvaluationDomain::<Fr>::new(n).ok_or_else(|| {
+        Error::InvalidArgument(format!("ark-poly has no domain of size 2^{log_n}"))
+    })?;
     if let Some(g) = opts.coset {
         domain = domain
             .get_coset(g)

@@ -47,7 +47,11 @@ enum TableKey {
     /// Powers of the 2^log_n-th root of unity (inverse: of its inverse).
     Root { log_n: u32, inverse: bool },
     /// Powers of a coset shift (inverse: of its inverse), limbs of g.
-    Shift { log_n: u32, inverse: bool, g: [u64; 4] },
+    Shift {
+        log_n: u32,
+        inverse: bool,
+        g: [u64; 4],
+    },
 }
 
 /// NTTs on one GPU. Keeps a stream, the device's memory manager and the
@@ -62,7 +66,9 @@ pub struct GpuNtt {
 
 impl std::fmt::Debug for GpuNtt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuNtt").field("device", &self.mem.device()).finish()
+        f.debug_struct("GpuNtt")
+            .field("device", &self.mem.device())
+            .finish()
     }
 }
 
@@ -119,7 +125,12 @@ impl GpuNtt {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad shape, a zero coset shift or a
     /// buffer of another device; CUDA errors from the launches.
-    pub fn ntt_device(&self, data: &mut DeviceBuffer<Fr>, log_n: u32, opts: NttOptions) -> Result<()> {
+    pub fn ntt_device(
+        &self,
+        data: &mut DeviceBuffer<Fr>,
+        log_n: u32,
+        opts: NttOptions,
+    ) -> Result<()> {
         let batch = check_shape(data.len(), log_n)? as u64;
         if data.stream().device() != self.mem.device() {
             return Err(Error::InvalidArgument(format!(
@@ -152,14 +163,24 @@ impl GpuNtt {
         let rt = self.table(TableKey::Root { log_n, inverse }, root, log_n)?;
         let shift = match opts.coset {
             Some(g) => {
-                let g = if inverse { g.inverse().expect("nonzero") } else { g };
-                let key = TableKey::Shift { log_n, inverse, g: ark_ff::PrimeField::into_bigint(g).0 };
+                let g = if inverse {
+                    g.inverse().expect("nonzero")
+                } else {
+                    g
+                };
+                let key = TableKey::Shift {
+                    log_n,
+                    inverse,
+                    g: ark_ff::PrimeField::into_bigint(g).0,
+                };
                 Some(self.table(key, g, log_n)?)
             }
             None => None,
         };
         let factor_buf = |v: Fr| -> Result<DeviceBuffer<Fr>> {
-            let mut b = self.mem.alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
+            let mut b = self
+                .mem
+                .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
             b.copy_from_host(&[v])?;
             Ok(b)
         };
@@ -177,7 +198,16 @@ impl GpuNtt {
         let dif = || {
             // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements.
             check(unsafe {
-                sys::cuzk_ntt_dif(dev, ptr, log_n, batch, rt.lo.as_ptr().cast(), rt.hi.as_ptr().cast(), rt.lo_bits, s)
+                sys::cuzk_ntt_dif(
+                    dev,
+                    ptr,
+                    log_n,
+                    batch,
+                    rt.lo.as_ptr().cast(),
+                    rt.hi.as_ptr().cast(),
+                    rt.lo_bits,
+                    s,
+                )
             })
         };
         if opts.order.input_reversed() {
@@ -222,7 +252,9 @@ impl GpuNtt {
     /// does not fit the device budget.
     pub fn ntt(&self, data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
         check_shape(data.len(), log_n)?;
-        let mut d = self.mem.alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
+        let mut d = self
+            .mem
+            .alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
         d.copy_from_host(data)?;
         self.ntt_device(&mut d, log_n, opts)?;
         self.stream.synchronize()?;
@@ -256,10 +288,12 @@ impl GpuNtt {
         }
         let log_n = crate::log2_exact(n)?;
         let z = g.pow([1u64 << log_n]) - Fr::ONE;
-        let z_inv = z
-            .inverse()
-            .ok_or_else(|| Error::InvalidArgument("g^n = 1: Z vanishes on this coset; pick g outside H".into()))?;
-        let mut f = self.mem.alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
+        let z_inv = z.inverse().ok_or_else(|| {
+            Error::InvalidArgument("g^n = 1: Z vanishes on this coset; pick g outside H".into())
+        })?;
+        let mut f = self
+            .mem
+            .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
         f.copy_from_host(&[z_inv])?;
         for x in [a, b, c] {
             x.stream().synchronize()?;

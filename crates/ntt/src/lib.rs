@@ -178,7 +178,9 @@ pub fn bit_reverse_permute<T>(data: &mut [T], log_n: u32) {
 
 /// `n^-1` in Fr.
 pub(crate) fn inv_n(log_n: u32) -> Fr {
-    Fr::from(1u64 << log_n).inverse().expect("n is nonzero in Fr")
+    Fr::from(1u64 << log_n)
+        .inverse()
+        .expect("n is nonzero in Fr")
 }
 
 /// Runs the NTT on the GPU when one is usable (device 0), else on the CPU;
