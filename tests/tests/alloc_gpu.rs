@@ -223,6 +223,24 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
         fmt_bytes(end_free),
         mem.stats()
     ));
+    // Diagnostics for the device log: which strategy, if any, moves
+    // cudaMemGetInfo's free figure on its own (100 single-thread cycles each).
+    for strategy in Strategy::ALL {
+        let mut r = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
+        mem.trim().unwrap();
+        let before = free_bytes(&mem);
+        for _ in 0..100 {
+            let bytes = r.gen_range(1..=256u64) * MIB - r.gen_range(0..4096u64);
+            drop(touch(&mem, bytes & !3, strategy, &streams[0]).unwrap());
+        }
+        mem.trim().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let after = free_bytes(&mem);
+        report(&format!(
+            "free-memory drift of {strategy:?} alone over 100 cycles: {:+} KiB",
+            (after as i64 - before as i64) / 1024
+        ));
+    }
     assert!(
         end_free + MIB >= start_free && end_free <= start_free + MIB,
         "free memory {} at the end, {} at the start",
