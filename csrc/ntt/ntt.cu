@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuzk/bls12_381.cuh"
 #include "cuzk/cuda_status.cuh"
@@ -54,12 +55,59 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t x, uint32_t bits) {
     return bits == 0 ? 0 : (__brev(x) >> (32 - bits));
 }
 
+// Kernel variants (stages per register round, min blocks per SM), picked
+// by CUZK_NTT_VARIANT so that the bench can time them side by side in one
+// run: 0 = (3, 2) the default, 1 = (3, 1), 2 = (2, 2), 3 = (1, 2).
+constexpr int kNumVariants = 4;
+
+int ntt_variant() {
+    const char* v = std::getenv("CUZK_NTT_VARIANT");
+    const int i = v ? std::atoi(v) : 0;
+    return i >= 0 && i < kNumVariants ? i : 0;
+}
+
+// G consecutive radix-2 DIF stages (s .. s+G-1 of a column of R = 2^log_r)
+// on units of 2^G elements held in registers. The first stage's half-size
+// is h = 2^(log_r - 1 - s); a unit is the 2^G elements base + e*H,
+// H = h / 2^(G-1), of one 2h-block. Twiddles w_R^j come from `roots`.
+template <int G>
+__device__ __forceinline__ void dif_group(Fr* sh, const Fr* roots, uint32_t log_r, uint32_t log_w,
+                                          uint32_t s, uint32_t tile) {
+    const uint32_t log_h = log_r - 1 - s;
+    const uint32_t log_H = log_h - (G - 1);
+    const uint32_t W = 1u << log_w;
+    for (uint32_t u = threadIdx.x; u < (tile >> G); u += blockDim.x) {
+        const uint32_t k = u & (W - 1), j = u >> log_w;
+        const uint32_t jj = j & ((1u << log_H) - 1);
+        const uint32_t base = ((j >> log_H) << (log_h + 1)) | jj;
+        Fr x[1 << G];
+#pragma unroll
+        for (int e = 0; e < (1 << G); ++e) x[e] = load_fr(&sh[((base + (e << log_H)) << log_w) | k]);
+#pragma unroll
+        for (int t = 0; t < G; ++t) {
+            const int half = 1 << (G - 1 - t);
+#pragma unroll
+            for (int e = 0; e < (1 << G); ++e) {
+                if (e & half) continue;
+                const uint32_t jm = jj + ((uint32_t)(e & (half - 1)) << log_H);
+                const Fr a = x[e], b = x[e + half];
+                x[e] = a + b;
+                const Fr d = a - b;
+                x[e + half] = jm == 0 ? d : d * load_fr(&roots[jm << (s + t)]);
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < (1 << G); ++e) store_fr(&sh[((base + (e << log_H)) << log_w) | k], x[e]);
+    }
+}
+
 // One four-step pass over every vector of the batch.
 //   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
 //   log_r: radix R of this pass; columns have stride C = B / R;
 //   log_w: columns per tile (tile = R x W elements).
 // Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
-__global__ void __launch_bounds__(kThreads)
+template <int MAXG, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
 ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,
          const Fr* __restrict__ tw_lo, const Fr* __restrict__ tw_hi, uint32_t lo_bits,
          uint64_t tiles) {
@@ -87,21 +135,16 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
             store_fr(&sh[i], load_fr(data + base + k + (t << log_c)));
         }
         __syncthreads();
-        // log_r radix-2 DIF stages on every column.
-        for (uint32_t s = 0; s < log_r; ++s) {
-            const uint32_t log_h = log_r - 1 - s;  // half-size of this stage
-            for (uint32_t q = threadIdx.x; q < tile / 2; q += blockDim.x) {
-                const uint32_t k = q & (W - 1), j = q >> log_w;
-                const uint32_t jl = j & ((1u << log_h) - 1);
-                const uint32_t p = ((j >> log_h) << (log_h + 1)) | jl;
-                Fr* x0 = &sh[(p << log_w) | k];
-                Fr* x1 = &sh[((p + (1u << log_h)) << log_w) | k];
-                const Fr a = load_fr(x0), b = load_fr(x1);
-                store_fr(x0, a + b);
-                const Fr d = a - b;
-                store_fr(x1, jl == 0 ? d : d * load_fr(&roots[jl << s]));
-            }
+        // log_r radix-2 DIF stages on every column, up to three at a time in
+        // registers (radix-8 units): one shared-memory round trip and one
+        // barrier per three stages.
+        for (uint32_t st = 0; st < log_r;) {
+            const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
+            if (g == 3) dif_group<3>(sh, roots, log_r, log_w, st, tile);
+            else if (g == 2) dif_group<2>(sh, roots, log_r, log_w, st, tile);
+            else dif_group<1>(sh, roots, log_r, log_w, st, tile);
             __syncthreads();
+            st += g;
         }
         // Twiddle w_B^(u c) = w_N^(u c N/B) and store. Position p holds u = bitrev(p).
         const bool twiddle = log_c > 0;
@@ -178,13 +221,16 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_dif: lo_bits %u > log_n %u", lo_bits, log_n);
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
-        static bool smem_set[64] = {};
+        const int variant = ntt_variant();
+        using Kernel = void (*)(Fr*, uint32_t, uint32_t, uint32_t, uint32_t, const Fr*, const Fr*,
+                                uint32_t, uint64_t);
+        const Kernel kernels[kNumVariants] = {ntt_pass<3, 2>, ntt_pass<3, 1>, ntt_pass<2, 2>,
+                                              ntt_pass<1, 2>};
+        const Kernel kernel = kernels[variant];
         const size_t smem_max = (sizeof(Fr) << kTileLog) + (sizeof(Fr) << (kMaxPass - 1));
-        if (device >= 0 && device < 64 && !smem_set[device]) {
-            CUZK_CUDA_TRY(cudaFuncSetAttribute(ntt_pass, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)smem_max));
-            smem_set[device] = true;
-        }
+        // Raising the dynamic shared-memory limit is idempotent: do it each call.
+        CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)smem_max));
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         // Split log_n into passes of at most kMaxPass bits, as even as possible.
@@ -202,7 +248,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const size_t smem = (sizeof(Fr) << (log_r + log_w)) + (sizeof(Fr) << (log_r - 1));
             const uint64_t cap = (uint64_t)sms * 8;
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
-            ntt_pass<<<blocks, threads, smem, (cudaStream_t)stream>>>(
+            kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
                 tiles);
             CUZK_CUDA_TRY(cudaGetLastError());

@@ -353,6 +353,43 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
                 timing: "device-resident, wall with stream sync",
             });
         }
+        if log_n >= 24 {
+            // Kernel variants (csrc/ntt/ntt.cu): time each, and check that
+            // each gives variant 0's output.
+            let mut reference: Option<Vec<Fr>> = None;
+            for (variant, label) in [
+                (0, "cuzk GPU NR, variant 0 (radix-8 regs, 2 blocks/SM)"),
+                (1, "cuzk GPU NR, variant 1 (radix-8 regs, 1 block/SM)"),
+                (2, "cuzk GPU NR, variant 2 (radix-4 regs, 2 blocks/SM)"),
+                (3, "cuzk GPU NR, variant 3 (radix-2, 2 blocks/SM)"),
+            ] {
+                std::env::set_var("CUZK_NTT_VARIANT", variant.to_string());
+                let opts = NttOptions::forward().with_order(Order::NR);
+                d.copy_from_host(&data)?;
+                g.ntt_device(&mut d, log_n, opts)?;
+                g.stream().synchronize()?;
+                let mut out = vec![Fr::from(0u64); n];
+                d.copy_to_host(&mut out)?;
+                match &reference {
+                    None => reference = Some(out),
+                    Some(r) if *r != out => eprintln!("bench ntt: MISMATCH: variant {variant} differs from variant 0 at 2^{log_n}"),
+                    Some(_) => {}
+                }
+                let ms = wall_ms(5, || {
+                    g.ntt_device(&mut d, log_n, opts).expect("ntt");
+                    g.stream().synchronize().expect("sync");
+                });
+                figs.push(Figure {
+                    layer: "ntt",
+                    name: name.clone(),
+                    implementation: label,
+                    elements: n,
+                    median_ms: ms,
+                    timing: "device-resident, wall with stream sync",
+                });
+            }
+            std::env::remove_var("CUZK_NTT_VARIANT");
+        }
         drop(d);
         let mut v = data.clone();
         let ms = wall_ms(3, || {
