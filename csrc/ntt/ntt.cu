@@ -57,7 +57,10 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t x, uint32_t bits) {
 
 // Kernel variants (stages per register round, min blocks per SM), picked
 // by CUZK_NTT_VARIANT so that the bench can time them side by side in one
-// run: 0 = (3, 2) the default, 1 = (3, 1), 2 = (2, 2), 3 = (1, 2).
+// run: 0 = (1, 1) the default (radix-2 stages through shared memory),
+// 1 = (2, 2), 2 = (3, 2), 3 = (3, 1). On the H200 (BENCHMARKS.md) the
+// register radix-8 variants were slower: the pass is bound by Montgomery
+// multiplies, not by shared-memory traffic.
 constexpr int kNumVariants = 4;
 
 int ntt_variant() {
@@ -224,8 +227,8 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         const int variant = ntt_variant();
         using Kernel = void (*)(Fr*, uint32_t, uint32_t, uint32_t, uint32_t, const Fr*, const Fr*,
                                 uint32_t, uint64_t);
-        const Kernel kernels[kNumVariants] = {ntt_pass<3, 2>, ntt_pass<3, 1>, ntt_pass<2, 2>,
-                                              ntt_pass<1, 2>};
+        const Kernel kernels[kNumVariants] = {ntt_pass<1, 1>, ntt_pass<2, 2>, ntt_pass<3, 2>,
+                                              ntt_pass<3, 1>};
         const Kernel kernel = kernels[variant];
         const size_t smem_max = (sizeof(Fr) << kTileLog) + (sizeof(Fr) << (kMaxPass - 1));
         // Raising the dynamic shared-memory limit is idempotent: do it each call.

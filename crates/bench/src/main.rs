@@ -358,10 +358,10 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
             // each gives variant 0's output.
             let mut reference: Option<Vec<Fr>> = None;
             for (variant, label) in [
-                (0, "cuzk GPU NR, variant 0 (radix-8 regs, 2 blocks/SM)"),
-                (1, "cuzk GPU NR, variant 1 (radix-8 regs, 1 block/SM)"),
-                (2, "cuzk GPU NR, variant 2 (radix-4 regs, 2 blocks/SM)"),
-                (3, "cuzk GPU NR, variant 3 (radix-2, 2 blocks/SM)"),
+                (0, "cuzk GPU NR, variant 0 (radix-2, default)"),
+                (1, "cuzk GPU NR, variant 1 (radix-4 regs, 2 blocks/SM)"),
+                (2, "cuzk GPU NR, variant 2 (radix-8 regs, 2 blocks/SM)"),
+                (3, "cuzk GPU NR, variant 3 (radix-8 regs, 1 block/SM)"),
             ] {
                 std::env::set_var("CUZK_NTT_VARIANT", variant.to_string());
                 let opts = NttOptions::forward().with_order(Order::NR);

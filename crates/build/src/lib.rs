@@ -6,10 +6,11 @@
 //! ```no_run
 //! // build.rs
 //! let cuda = cuzk_build::Cuda::detect("cuzk-field");
-//! match cuda.toolkit() {
-//!     Some(tk) => { tk.compile("cuzk_field_gpu", &["../../csrc/field/gpu.cu"], &["../../csrc/include"]); }
-//!     None => { /* CPU-only build: cuda.warn_missing() was printed once */ }
+//! if let Some(tk) = cuda.toolkit() {
+//!     let include = std::path::PathBuf::from("../../csrc/include");
+//!     tk.compile("cuzk_field_gpu", &["../../csrc/field/gpu.cu"], &[include]);
 //! }
+//! // else: a CPU-only build; `detect` printed the one warning.
 //! ```
 //!
 //! nvcc is looked for in this order (first hit wins):
