@@ -23,6 +23,25 @@ fn free_bytes(mem: &DeviceMemory) -> u64 {
     mem.mem_get_info().unwrap().0
 }
 
+/// Free device memory once it has settled: trims cuzk's pools, then reads
+/// `cudaMemGetInfo` every 100 ms until three reads agree (the driver hands
+/// managed-memory pages back lazily), for at most 5 s.
+fn settled_free(mem: &DeviceMemory) -> u64 {
+    mem.trim().unwrap();
+    let mut last = free_bytes(mem);
+    let mut same = 0;
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = free_bytes(mem);
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+        if same >= 2 {
+            break;
+        }
+    }
+    last
+}
+
 /// Allocates `bytes` of u8 with `strategy`, writes it with a kernel and reads
 /// back one word to prove the memory and the device work.
 fn touch(
@@ -160,10 +179,7 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
             drop(touch(&mem, 256 * MIB, s, stream).unwrap());
         }
     }
-    mem.trim().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    mem.trim().unwrap();
-    let start_free = free_bytes(&mem);
+    let start_free = settled_free(&mem);
     mem.inject_failures(7);
     let mut seed_rng = rng("random_cycles_from_four_threads_with_injected_failures_leak_nothing");
     let handles: Vec<_> = streams
@@ -211,10 +227,7 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
     assert_eq!(total.0 + total.1, 1000);
     assert!(total.1 >= 100, "the injector must have fired");
     mem.check_all_returned().unwrap();
-    mem.trim().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    mem.trim().unwrap();
-    let end_free = free_bytes(&mem);
+    let end_free = settled_free(&mem);
     report(&format!(
         "1000 cycles: {} allocations, {} failures; free {} at the start, {} at the end; {:?}",
         total.0,
@@ -227,15 +240,12 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
     // cudaMemGetInfo's free figure on its own (100 single-thread cycles each).
     for strategy in Strategy::ALL {
         let mut r = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
-        mem.trim().unwrap();
-        let before = free_bytes(&mem);
+        let before = settled_free(&mem);
         for _ in 0..100 {
             let bytes = r.gen_range(1..=256u64) * MIB - r.gen_range(0..4096u64);
             drop(touch(&mem, bytes & !3, strategy, &streams[0]).unwrap());
         }
-        mem.trim().unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        let after = free_bytes(&mem);
+        let after = settled_free(&mem);
         report(&format!(
             "free-memory drift of {strategy:?} alone over 100 cycles: {:+} KiB",
             (after as i64 - before as i64) / 1024
