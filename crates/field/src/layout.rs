@@ -197,3 +197,64 @@ const _: () = {
     assert!(size_of::<G1Xyzz>() == 192 && size_of::<G2Xyzz>() == 384);
     assert!(size_of::<BigInt<4>>() == 32 && size_of::<BigInt<6>>() == 48);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ec::CurveGroup;
+    use ark_ff::{PrimeField, UniformRand};
+    use rand::SeedableRng;
+
+    /// The raw bytes of a value, as the device reads them.
+    fn bytes_of<T: DeviceRepr>(v: &T) -> Vec<u8> {
+        // SAFETY: DeviceRepr types are plain data of size_of::<T>() bytes.
+        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
+    }
+
+    fn from_bytes<T: DeviceRepr>(b: &[u8]) -> T {
+        assert_eq!(b.len(), size_of::<T>());
+        // SAFETY: exactly size_of::<T>() bytes of a value of T.
+        unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>()) }
+    }
+
+    #[test]
+    fn montgomery_layout_is_what_the_device_expects() {
+        // One in Montgomery form is R mod r = 2^256 mod r: its raw limbs are
+        // not 1, and reading them back gives one again.
+        let one = Fr::from(1u64);
+        let raw = bytes_of(&one);
+        assert_ne!(raw[0..8], 1u64.to_le_bytes());
+        assert_eq!(from_bytes::<Fr>(&raw), one);
+        // Canonical integer 5 through into_bigint, and R * 5 through raw limbs.
+        assert_eq!(Fr::from(5u64).into_bigint().0[0], 5);
+        // The affine identity is all-zero bytes; zero field elements too.
+        assert!(bytes_of(&G1Affine::identity()).iter().all(|&b| b == 0));
+        assert!(bytes_of(&G2Affine::identity()).iter().all(|&b| b == 0));
+        assert!(bytes_of(&Fp::from(0u64)).iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn every_type_round_trips_through_its_bytes() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(rand::random());
+        for _ in 0..32 {
+            let fr = Fr::rand(&mut rng);
+            assert_eq!(from_bytes::<Fr>(&bytes_of(&fr)), fr);
+            let fp2 = Fp2::rand(&mut rng);
+            assert_eq!(from_bytes::<Fp2>(&bytes_of(&fp2)), fp2);
+            let p = G1Projective::rand(&mut rng);
+            assert_eq!(from_bytes::<G1Projective>(&bytes_of(&p)), p);
+            let a = p.into_affine();
+            assert_eq!(from_bytes::<G1Affine>(&bytes_of(&a)), a);
+            let q = G2Projective::rand(&mut rng).into_affine();
+            assert_eq!(from_bytes::<G2Affine>(&bytes_of(&q)), q);
+            let x = G1Xyzz::from_affine_scaled(&a, Fp::rand(&mut rng));
+            assert!(x.is_consistent());
+            assert_eq!(x.to_affine(), a);
+            assert_eq!(from_bytes::<G1Xyzz>(&bytes_of(&x)), x);
+            let y = G2Xyzz::from(q);
+            assert_eq!(y.to_affine(), q);
+        }
+        assert!(G1Xyzz::identity().to_affine().is_zero());
+        assert_eq!(G1Xyzz::from(G1Affine::identity()), G1Xyzz::identity());
+    }
+}
