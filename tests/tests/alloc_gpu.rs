@@ -287,7 +287,7 @@ fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
                 mem.budget()
                     .reserve_wait(12 * GIB, Duration::from_secs(120))?
             };
-            let chunk = r.bytes() / 3 & !(MIB - 1);
+            let chunk = (r.bytes() / 3) & !(MIB - 1);
             let mut bufs = Vec::new();
             for s in [Strategy::Sync, Strategy::Async, Strategy::AsyncDedicated] {
                 let mut b = mem.alloc::<u32>((chunk / 4) as usize, s, &stream, Some(&r))?;

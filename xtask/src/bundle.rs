@@ -99,7 +99,15 @@ pub fn run_bundle(args: Args) -> Result<()> {
     std::fs::create_dir_all(out.join("bin"))?;
 
     let tests = build_executables(
-        &["test", "--workspace", "--exclude", "xtask", "--no-run"],
+        &[
+            "test",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "cuzk-sppark-peer",
+            "--no-run",
+        ],
         &nvcc,
         &args.archs,
     )?;
@@ -110,7 +118,15 @@ pub fn run_bundle(args: Args) -> Result<()> {
         copy_stripped(exe, &out.join("tests").join(short))?;
     }
     let bins = build_executables(
-        &["build", "-p", "cuzk-bench", "--bin", "cuzk-bench"],
+        &[
+            "build",
+            "-p",
+            "cuzk-bench",
+            "--bin",
+            "cuzk-bench",
+            "--features",
+            "cuzk-bench/sppark",
+        ],
         &nvcc,
         &args.archs,
     )?;

@@ -42,12 +42,17 @@ pub fn run_tests(args: Args) -> Result<()> {
         c.envs(env.iter().map(|(k, v)| (k, v)));
         c
     };
+    // The sppark peer (bench-only) compiles sppark's kernels: not part of the
+    // suite; `cargo xtask bundle` and `cargo xtask bench` build it.
+    let exclude = ["--exclude", "cuzk-sppark-peer"];
     run(with_env(cargo())
         .args(["test", "--workspace"])
+        .args(exclude)
         .args(features))?;
     if !args.no_lint {
         run(with_env(cargo())
             .args(["clippy", "--workspace", "--all-targets"])
+            .args(exclude)
             .args(features)
             .args(["--", "-D", "warnings"]))?;
         run(cargo().args(["fmt", "--all", "--check"]))?;

@@ -505,7 +505,7 @@ impl DeviceMemory {
 
     fn cuda_alloc(&self, bytes: u64, strategy: Strategy, stream: &Stream) -> Result<Ptr> {
         let mut p = std::ptr::null_mut();
-        // SAFETY (all arms): out-pointer valid; stream and pools are live
+        // SAFETY: (every arm) out-pointer valid; stream and pools are live
         // handles of this device.
         let s = unsafe {
             match strategy {

@@ -31,7 +31,7 @@ struct Args {
     /// Largest sizes.
     #[arg(long)]
     full: bool,
-    /// Comma-separated layers to run (available: field, alloc, ntt).
+    /// Comma-separated layers to run (available: field, alloc, ntt, msm).
     #[arg(long)]
     only: Option<String>,
     /// Report folder.
@@ -390,6 +390,29 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
             }
             std::env::remove_var("CUZK_NTT_VARIANT");
         }
+        #[cfg(feature = "sppark")]
+        {
+            // The peer: sppark's forward NTT (NN) on the same card, CUDA
+            // events; its output must equal ours.
+            match cuzk_sppark_peer::ntt_forward_nn(&data, 5) {
+                Ok((ms, out)) => {
+                    let mut ours = data.clone();
+                    g.ntt(&mut ours, log_n, NttOptions::forward())?;
+                    if ours != out {
+                        eprintln!("bench ntt: MISMATCH: sppark's NTT output differs from cuzk's at 2^{log_n}");
+                    }
+                    figs.push(Figure {
+                        layer: "ntt",
+                        name: name.clone(),
+                        implementation: "sppark 0.1.16 GPU (NN)",
+                        elements: n,
+                        median_ms: ms as f64,
+                        timing: "device-resident, CUDA events",
+                    });
+                }
+                Err(e) => eprintln!("bench ntt: sppark peer failed at 2^{log_n}: {e}"),
+            }
+        }
         drop(d);
         let mut v = data.clone();
         let ms = wall_ms(3, || {
@@ -404,6 +427,74 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
             timing: "wall, host to host",
         });
     }
+    Ok(())
+}
+
+/// G1 MSM references until cuzk's own MSM lands: arkworks' VariableBaseMSM
+/// on all CPU cores and, on a GPU, sppark 0.1.16 (points and scalars copied
+/// in per call, wall time of the call, median of 5); their results must
+/// agree.
+fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
+    use ark_ec::{CurveGroup, VariableBaseMSM};
+    let logs: &[u32] = if quick {
+        &[16]
+    } else if full {
+        &[16, 20, 22, 24]
+    } else {
+        &[16, 20, 22]
+    };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x4d534d);
+    let max = 1usize << logs.iter().max().copied().unwrap_or(16);
+    // Points by a random walk over a few random seeds (drawing each point
+    // uniformly costs a hash-to-curve), normalized in one batch.
+    let seeds: Vec<G1Affine> = (0..16).map(|_| G1Affine::rand(&mut rng)).collect();
+    let mut acc = G1Projective::from(seeds[0]);
+    let walk: Vec<G1Projective> = (0..max)
+        .map(|i| {
+            acc += seeds[i % 16];
+            acc
+        })
+        .collect();
+    let points = G1Projective::normalize_batch(&walk);
+    let scalars: Vec<Fr> = (0..max).map(|_| Fr::rand(&mut rng)).collect();
+    for &log_n in logs {
+        let n = 1usize << log_n;
+        let name = format!("G1 MSM 2^{log_n}");
+        eprintln!("bench msm: {name}");
+        let (p, s) = (&points[..n], &scalars[..n]);
+        let mut want = G1Projective::default();
+        let reps = if log_n >= 22 { 1 } else { 3 };
+        let ms = wall_ms(reps, || {
+            want = G1Projective::msm(p, s).expect("equal lengths")
+        });
+        figs.push(Figure {
+            layer: "msm",
+            name: name.clone(),
+            implementation: "arkworks VariableBaseMSM (CPU, all cores)",
+            elements: n,
+            median_ms: ms,
+            timing: "wall",
+        });
+        #[cfg(feature = "sppark")]
+        if gpu.is_some() {
+            let mut got = G1Projective::default();
+            let ms = wall_ms(5, || {
+                got = cuzk_sppark_peer::msm_g1(p, s).expect("sppark msm")
+            });
+            if got.into_affine() != want.into_affine() {
+                eprintln!("bench msm: MISMATCH: sppark's MSM differs from arkworks' at 2^{log_n}");
+            }
+            figs.push(Figure {
+                layer: "msm",
+                name,
+                implementation: "sppark 0.1.16 GPU (copies incl.)",
+                elements: n,
+                median_ms: ms,
+                timing: "wall, host to host",
+            });
+        }
+    }
+    let _ = gpu;
     Ok(())
 }
 
@@ -449,6 +540,7 @@ fn main() -> Result<()> {
             "field" => field_layer(&mut figs, gpu, args.quick, args.full)?,
             "alloc" => alloc_layer(&mut figs, gpu, args.quick)?,
             "ntt" => ntt_layer(&mut figs, gpu, args.quick, args.full)?,
+            "msm" => msm_layer(&mut figs, gpu, args.quick, args.full)?,
             other => eprintln!("cuzk-bench: layer `{other}` is not benchmarked yet; skipping"),
         }
     }

@@ -164,6 +164,18 @@ impl Toolkit {
     /// runtime (`libcudart_static`) so executables need only the driver's
     /// `libcuda`. Panics (a build-script failure) when nvcc fails.
     pub fn compile(&self, lib_name: &str, sources: &[&str], includes: &[PathBuf]) {
+        self.compile_with(lib_name, sources, includes, &[]);
+    }
+
+    /// As [`Toolkit::compile`], with preprocessor `defines` (`NAME` or
+    /// `NAME=VALUE`).
+    pub fn compile_with(
+        &self,
+        lib_name: &str,
+        sources: &[&str],
+        includes: &[PathBuf],
+        defines: &[&str],
+    ) {
         let archs = cuda_archs();
         // cc takes the CUDA compiler from `NVCC` (`.compiler()` would set the
         // host compiler instead). A build script is one process: setting it
@@ -192,6 +204,12 @@ impl Toolkit {
         }
         for inc in includes {
             build.include(inc);
+        }
+        for d in defines {
+            match d.split_once('=') {
+                Some((k, v)) => build.define(k, v),
+                None => build.define(d, None),
+            };
         }
         for src in sources {
             println!("cargo:rerun-if-changed={src}");

@@ -29,7 +29,7 @@ pub use ark_bls12_381::{Fq as Fp, Fq2 as Fp2, Fr, G1Affine, G1Projective, G2Affi
 /// below the modulus, points as documented in [`crate::layout`]).
 pub unsafe trait DeviceRepr: Copy + Send + Sync + 'static {}
 
-// SAFETY (all impls below): the layouts are asserted at compile time below;
+// SAFETY: (this and every impl below) the layouts are asserted at compile time below;
 // the types are `Copy` plain data of field elements (or u64 limbs).
 unsafe impl DeviceRepr for Fr {}
 // SAFETY: see above.
