@@ -38,6 +38,7 @@ pub fn run_bench(args: Args) -> Result<()> {
     if gpu_present() {
         let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
         build
+            .env("LIBRARY_PATH", crate::bundle::library_path(&nvcc))
             .env("NVCC", nvcc)
             .args(["--features", "cuzk-field/cuda"]);
     } else {

@@ -62,6 +62,20 @@ fn build_executables(
     Ok(exes)
 }
 
+/// LIBRARY_PATH with the toolkit's `lib` (beside `bin/nvcc`) in front.
+pub fn library_path(nvcc: &Path) -> std::ffi::OsString {
+    let lib = nvcc
+        .parent()
+        .and_then(Path::parent)
+        .map(|r| r.join("lib"))
+        .unwrap_or_default();
+    let mut paths = vec![lib];
+    if let Some(old) = std::env::var_os("LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).unwrap_or_default()
+}
+
 const RUN_TESTS: &str = r#"#!/usr/bin/env bash
 # Runs every cuzk test executable in this bundle with CUZK_REQUIRE_GPU=1:
 # a GPU test that cannot find a GPU fails instead of skipping.
