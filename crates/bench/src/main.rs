@@ -512,7 +512,7 @@ fn main() -> Result<()> {
     let layers: Vec<String> = args
         .only
         .as_deref()
-        .unwrap_or("field,alloc")
+        .unwrap_or("field,alloc,ntt,msm")
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect();
