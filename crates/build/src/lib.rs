@@ -278,6 +278,41 @@ pub fn cuda_archs() -> Vec<u32> {
     }
 }
 
+/// The whole build script of a cuzk layer crate that depends on
+/// `cuzk-field` (alloc, ntt, msm, ...): compiles `cuda_source` (relative to
+/// the workspace's `csrc/`) with nvcc against the field layer's headers
+/// (`DEP_CUZK_FIELD_INCLUDE`) when the field layer was built with CUDA, and
+/// otherwise compiles `stub_source` (C++ whose entry points return
+/// `CUZK_ERR_NO_CUDA_BUILD`) with the host compiler. `lib_name` names the
+/// static library.
+pub fn build_layer(crate_name: &str, lib_name: &str, cuda_source: &str, stub_source: &str) {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from a build script"));
+    let csrc = manifest
+        .join("../../csrc")
+        .canonicalize()
+        .expect("csrc/ not found beside crates/");
+    let include =
+        PathBuf::from(env::var("DEP_CUZK_FIELD_INCLUDE").expect("the crate depends on cuzk-field"));
+    for p in [cuda_source, stub_source] {
+        println!("cargo:rerun-if-changed={}", csrc.join(p).display());
+    }
+    println!("cargo:rerun-if-changed={}", include.display());
+    let cuda = Cuda::detect_after_field(crate_name);
+    match cuda.toolkit() {
+        Some(tk) => tk.compile(
+            lib_name,
+            &[&csrc.join(cuda_source).display().to_string()],
+            &[include],
+        ),
+        None => cc::Build::new()
+            .cpp(true)
+            .std("c++17")
+            .include(&include)
+            .file(csrc.join(stub_source))
+            .compile(&format!("{lib_name}_stub")),
+    }
+}
+
 /// Build-time CUDA decision for one crate: a toolkit, or a CPU-only build.
 #[derive(Debug)]
 pub struct Cuda {
@@ -319,6 +354,10 @@ impl Cuda {
                  CUDA_PATH, CUDA_HOME, {}, PATH). Run `cargo xtask cuda-toolkit` to install the \
                  pinned CUDA {TOOLKIT_VERSION} toolkit, or point NVCC at an nvcc.",
                 project_toolkit_root(&project_toolkit_dir()).display()
+            ),
+            None if disabled => println!(
+                "cargo:warning={crate_name}: CUZK_NO_CUDA=1: building CPU-only (GPU entry points \
+                 will return NoCudaBuild)."
             ),
             None => println!(
                 "cargo:warning={crate_name}: no nvcc found; building CPU-only (GPU entry points \
