@@ -18,7 +18,6 @@ use cuzk_field::{
     G2Xyzz, Kind, Op,
 };
 use rand::SeedableRng;
-use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -39,14 +38,22 @@ struct Args {
     out: PathBuf,
 }
 
-/// One measured figure.
-struct Figure {
-    layer: &'static str,
-    name: String,
-    implementation: &'static str,
-    elements: usize,
-    median_ms: f64,
-    timing: &'static str,
+mod report;
+use report::Figure;
+
+/// The run's progress bar (stderr); hidden when stderr is not a terminal,
+/// where each step is printed as a line instead.
+static PROGRESS: std::sync::OnceLock<indicatif::ProgressBar> = std::sync::OnceLock::new();
+
+/// Announces one benchmark step (layer and size).
+fn step(msg: String) {
+    match PROGRESS.get() {
+        Some(pb) if !pb.is_hidden() => {
+            pb.set_message(msg);
+            pb.inc(1);
+        }
+        _ => eprintln!("{msg}"),
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -87,7 +94,7 @@ fn bench_case<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default, R>(
     mut reference: impl FnMut(usize) -> R,
 ) -> Result<()> {
     let name = format!("{:?} {:?}", case.kind, case.op);
-    eprintln!("bench field: {name}");
+    step(format!("bench field: {name}"));
     let (a, b) = (
         &case.a[..n_cpu],
         if case.op.reads_b() {
@@ -257,7 +264,7 @@ fn field_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool
 fn alloc_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool) -> Result<()> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory, Strategy, Stream};
     let Some(device) = gpu else {
-        eprintln!("bench alloc: needs a GPU; skipped");
+        step("bench alloc: needs a GPU; skipped".into());
         return Ok(());
     };
     let mem = DeviceMemory::new(device, BudgetConfig::default(), u64::MAX)?;
@@ -266,7 +273,7 @@ fn alloc_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool) -> Result<
     for strategy in Strategy::ALL {
         for shift in [20u32, 24, 28, 32] {
             let bytes = 1usize << shift;
-            eprintln!("bench alloc: {strategy:?} {} MiB", bytes >> 20);
+            step(format!("bench alloc: {strategy:?} {} MiB", bytes >> 20));
             let ms = wall_ms(reps, || {
                 let b = mem
                     .alloc::<u8>(bytes, strategy, &stream, None)
@@ -312,7 +319,7 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
         let data: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
         let name = format!("NTT forward 2^{log_n}");
         if log_n <= cpu_max {
-            eprintln!("bench ntt: ark-poly 2^{log_n}");
+            step(format!("bench ntt: ark-poly 2^{log_n}"));
             let domain =
                 <ark_poly::Radix2EvaluationDomain<Fr> as ark_poly::EvaluationDomain<Fr>>::new(n)
                     .expect("domain");
@@ -330,7 +337,7 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
             });
         }
         let Some(g) = &engine else { continue };
-        eprintln!("bench ntt: GPU 2^{log_n}");
+        step(format!("bench ntt: GPU 2^{log_n}"));
         let mut d = g
             .memory()
             .alloc::<Fr>(n, cuzk_alloc::Strategy::Async, g.stream(), None)?;
@@ -460,7 +467,7 @@ fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
     for &log_n in logs {
         let n = 1usize << log_n;
         let name = format!("G1 MSM 2^{log_n}");
-        eprintln!("bench msm: {name}");
+        step(format!("bench msm: {name}"));
         let (p, s) = (&points[..n], &scalars[..n]);
         let mut want = G1Projective::default();
         let reps = if log_n >= 22 { 1 } else { 3 };
@@ -534,6 +541,38 @@ fn main() -> Result<()> {
             (None, format!("none ({e})"))
         }
     };
+    let started = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    // Rough step counts per layer, for the progress bar's length and ETA.
+    let steps: u64 = layers
+        .iter()
+        .map(|l| match l.as_str() {
+            "field" => 8,
+            "alloc" => 16,
+            "ntt" => 2 * if args.quick { 2 } else { 6 },
+            "msm" => {
+                if args.quick {
+                    1
+                } else {
+                    3
+                }
+            }
+            _ => 0,
+        })
+        .sum();
+    let pb = indicatif::ProgressBar::new(steps);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (about {eta} left)",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let _ = PROGRESS.set(pb);
     let mut figs = Vec::new();
     for layer in &layers {
         match layer.as_str() {
@@ -545,6 +584,9 @@ fn main() -> Result<()> {
         }
     }
 
+    if let Some(pb) = PROGRESS.get() {
+        pb.finish_and_clear();
+    }
     let mut table = Table::new();
     table.load_preset(UTF8_FULL).set_header([
         "layer",
@@ -555,14 +597,9 @@ fn main() -> Result<()> {
         "Melem/s",
         "vs arkworks",
     ]);
-    let mut rows = Vec::new();
     for f in &figs {
         // Elements per second (bytes per second for the allocator).
         let rate = f.elements as f64 / f.median_ms / 1e3;
-        let ark = figs.iter().find(|g| {
-            g.layer == f.layer && g.name == f.name && g.implementation.starts_with("ark")
-        });
-        let speedup = ark.map(|g| rate / (g.elements as f64 / g.median_ms / 1e3));
         table.add_row([
             f.layer.to_string(),
             f.name.clone(),
@@ -570,14 +607,8 @@ fn main() -> Result<()> {
             f.elements.to_string(),
             format!("{:.3}", f.median_ms),
             format!("{rate:.2}"),
-            speedup.map_or("-".into(), |s| format!("{s:.1}x")),
+            report::speedup(&figs, f).map_or("-".into(), |s| format!("{s:.1}x")),
         ]);
-        rows.push(json!({
-            "layer": f.layer, "operation": f.name, "implementation": f.implementation,
-            "size": f.elements, "unit": "ms", "median_ms": f.median_ms,
-            "throughput_elements_per_s": rate * 1e6, "timing": f.timing,
-            "speedup_vs_arkworks": speedup,
-        }));
     }
     println!("GPU: {machine_gpu}");
     println!("{table}");
@@ -591,21 +622,67 @@ fn main() -> Result<()> {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".into());
-    let report = json!({
-        "machine": { "gpu": machine_gpu, "cpu": cpu, "cpu_threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) },
-        "cuda_compiled": cuzk_field::cuda_compiled(),
-        "figures": rows,
-    });
+    let command_output = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned()
+            })
+    };
+    let machine = report::Machine {
+        gpu: machine_gpu.clone(),
+        cpu: cpu.clone(),
+        cpu_threads: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        driver: command_output(
+            "nvidia-smi",
+            &["--query-gpu=driver_version", "--format=csv,noheader"],
+        )
+        .unwrap_or_else(|| "none".into()),
+        commit: env!("CUZK_GIT_COMMIT").into(),
+        date: started.clone(),
+    };
+    let json = report::to_json(&machine, cuzk_field::cuda_compiled(), &figs);
+    report::validate(&json)
+        .map_err(|e| anyhow::anyhow!("report does not match its schema: {e}"))?;
     std::fs::write(
         args.out.join("report.json"),
-        serde_json::to_string_pretty(&report)?,
+        serde_json::to_string_pretty(&json)?,
     )?;
+    let mut plots = Vec::new();
+    for (layer, title) in [
+        ("ntt", "NTT forward over BLS12-381 Fr"),
+        ("msm", "G1 MSM"),
+        ("alloc", "Allocation + free, by strategy"),
+    ] {
+        let path = args.out.join(format!("{layer}.svg"));
+        if report::plot_svg(&figs, layer, title, &path).map_err(anyhow::Error::msg)? {
+            plots.push(format!("![{title}]({layer}.svg)"));
+        }
+    }
     std::fs::write(
         args.out.join("report.md"),
         format!(
-            "# cuzk benchmark report\n\nGPU: {machine_gpu}\n\nCPU: {cpu}\n\n```\n{table}\n```\n"
+            "# cuzk benchmark report\n\nGPU: {machine_gpu} (driver {})\n\nCPU: {cpu}\n\nCommit: {}, started {}\n\n```\n{table}\n```\n\n{}\n",
+            machine.driver,
+            machine.commit,
+            machine.date,
+            plots.join("\n\n")
         ),
     )?;
-    println!("report: {}", args.out.join("report.json").display());
+    println!(
+        "report: {} (and report.md, {} plots)",
+        args.out.join("report.json").display(),
+        plots.len()
+    );
     Ok(())
 }
