@@ -186,6 +186,10 @@ pub fn plot_svg(figs: &[Figure], layer: &str, title: &str, path: &Path) -> Resul
         .configure_mesh()
         .x_desc("log2 size")
         .y_desc("median ms (log scale)")
+        .x_labels((x1 - x0) as usize + 2)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_labels(12)
+        .y_label_formatter(&|v| format!("{v:.3}"))
         .draw()
         .map_err(|e| err(&e))?;
     for (i, (name, mut pts)) in series.into_iter().enumerate() {
