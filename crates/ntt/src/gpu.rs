@@ -18,6 +18,9 @@ struct PowerTables {
     lo: DeviceBuffer<Fr>,
     hi: DeviceBuffer<Fr>,
     lo_bits: u32,
+    /// For the inverse root's tables: n^-1 on the device (the inverse's
+    /// scale), kept with them so that no call uploads or waits for it.
+    n_inv: Option<DeviceBuffer<Fr>>,
 }
 
 impl PowerTables {
@@ -38,7 +41,20 @@ impl PowerTables {
         lo.copy_from_host(&lo_host)?;
         let mut hi = mem.alloc::<Fr>(hi_host.len(), Strategy::Sync, stream, None)?;
         hi.copy_from_host(&hi_host)?;
-        Ok(PowerTables { lo, hi, lo_bits })
+        Ok(PowerTables {
+            lo,
+            hi,
+            lo_bits,
+            n_inv: None,
+        })
+    }
+
+    /// Adds n^-1 (for the inverse transform of size 2^log_n).
+    fn with_n_inv(mut self, mem: &Arc<DeviceMemory>, stream: &Stream, log_n: u32) -> Result<Self> {
+        let mut b = mem.alloc::<Fr>(1, Strategy::Sync, stream, None)?;
+        b.copy_from_host(&[inv_n(log_n)])?;
+        self.n_inv = Some(b);
+        Ok(self)
     }
 }
 
@@ -111,7 +127,11 @@ impl GpuNtt {
         if let Some(x) = t.get(&key) {
             return Ok(x.clone());
         }
-        let x = Arc::new(PowerTables::new(&self.mem, &self.stream, w, log_n)?);
+        let mut tables = PowerTables::new(&self.mem, &self.stream, w, log_n)?;
+        if matches!(key, TableKey::Root { inverse: true, .. }) {
+            tables = tables.with_n_inv(&self.mem, &self.stream, log_n)?;
+        }
+        let x = Arc::new(tables);
         t.insert(key, x.clone());
         Ok(x)
     }
@@ -177,13 +197,6 @@ impl GpuNtt {
             }
             None => None,
         };
-        let factor_buf = |v: Fr| -> Result<DeviceBuffer<Fr>> {
-            let mut b = self
-                .mem
-                .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
-            b.copy_from_host(&[v])?;
-            Ok(b)
-        };
         let scale_dev = |factor: Option<&DeviceBuffer<Fr>>| -> Result<()> {
             let (lo, hi, bits) = match &shift {
                 Some(t) => (t.lo.as_ptr().cast(), t.hi.as_ptr().cast(), t.lo_bits),
@@ -191,8 +204,7 @@ impl GpuNtt {
             };
             let f = factor.map_or(std::ptr::null(), |f| f.as_ptr().cast());
             // SAFETY: tables and factor are device buffers of this device
-            // that outlive the queued kernel (the caller synchronizes before
-            // dropping them).
+            // held by the engine's table cache, which outlives the kernel.
             check(unsafe { sys::cuzk_ntt_scale_powers(dev, ptr, log_n, batch, lo, hi, bits, f, s) })
         };
         let dif = || {
@@ -225,19 +237,17 @@ impl GpuNtt {
             }
             Direction::Inverse => {
                 dif()?;
-                let n_inv = factor_buf(inv_n(log_n))?;
+                let n_inv = rt.n_inv.as_ref().expect("inverse root tables carry n^-1");
                 if shift.is_some() || !opts.order.output_reversed() {
                     // Natural order first: the coset factor g^-i depends on i.
                     bitrev()?;
-                    scale_dev(Some(&n_inv))?;
+                    scale_dev(Some(n_inv))?;
                     if opts.order.output_reversed() {
                         bitrev()?;
                     }
                 } else {
-                    scale_dev(Some(&n_inv))?;
+                    scale_dev(Some(n_inv))?;
                 }
-                // n_inv must outlive the kernel that reads it.
-                self.stream.synchronize()?;
             }
         }
         Ok(())
