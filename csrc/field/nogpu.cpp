@@ -1,6 +1,6 @@
 /*
- * CPU-only build of the field layer's GPU entry points (no nvcc found at
- * build time): every one returns CUZK_ERR_NO_CUDA_BUILD with a message
+ * CPU-only build of the field layer's GPU entry points (no nvcc at build
+ * time, or CUZK_NO_CUDA=1): every one returns CUZK_ERR_NO_CUDA_BUILD with a message
  * saying how to get a CUDA build. Keep in step with include/cuzk/field.h.
  *
  * Includes are relative so that this file also compiles with no -I flags.
@@ -10,12 +10,7 @@
 
 namespace {
 
-cuzk_status no_cuda(const char* what) {
-    return cuzk::fail(CUZK_ERR_NO_CUDA_BUILD, 0,
-                      "%s: cuzk was built without CUDA (no nvcc found at build time); run "
-                      "`cargo xtask cuda-toolkit` and rebuild, or set NVCC/CUDA_PATH",
-                      what);
-}
+cuzk_status no_cuda(const char* what) { return cuzk::no_cuda_build(what); }
 
 } // namespace
 

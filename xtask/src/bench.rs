@@ -13,7 +13,7 @@ pub struct Args {
     /// A short run (about a minute).
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Up to the largest sizes in the issues.
+    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^24).
     #[arg(long)]
     full: bool,
     /// Comma-separated layers to run (e.g. `field`).

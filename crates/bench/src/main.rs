@@ -27,7 +27,7 @@ struct Args {
     /// A short run (about a minute, small sizes).
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Largest sizes.
+    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^24).
     #[arg(long)]
     full: bool,
     /// Comma-separated layers to run (available: field, alloc, ntt, msm).

@@ -196,12 +196,13 @@ fn check_shapes(
 }
 
 /// Runs `out[i] = op(a[i], b[i])` for typed slices (arkworks types, passed
-/// to the GPU without conversion). Pass an empty `b` (e.g. `&[] as &[Fr]`)
-/// for operations that read none.
+/// to the GPU without conversion). For operations that read no `b`, use
+/// [`apply_unary`] (or pass `&[] as &[Fr]`).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when the element types do not fit (kind, op)
-/// or the lengths differ; on the GPU backend, [`Error::NoCudaBuild`],
+/// or the lengths differ (for an element type of the wrong kind, e.g. Fr
+/// data with `Kind::Fp`, the message names both sizes); on the GPU backend, [`Error::NoCudaBuild`],
 /// [`Error::NoDevice`], [`Error::OutOfMemory`] or [`Error::Cuda`]. On error
 /// `out` may be partly written; `a` and `b` are never modified.
 pub fn apply<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr>(
@@ -231,6 +232,34 @@ pub fn apply<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr>(
             n,
         )
     }
+}
+
+/// [`apply`] for the operations that read no `b` (`Neg`, `Sqr`, `Inv`,
+/// `JacDbl`, `XyzzDbl`): `out[i] = op(a[i])`.
+///
+/// ```
+/// use cuzk_field::{ops, Backend, Fr, Kind, Op};
+/// let a = [Fr::from(2u64), Fr::from(4u64)];
+/// let mut out = [Fr::from(0u64); 2];
+/// ops::apply_unary(Backend::Host, Kind::Fr, Op::Inv, &a, &mut out).unwrap();
+/// assert_eq!(out[0] * a[0], Fr::from(1u64));
+/// ```
+///
+/// # Errors
+/// As [`apply`]; [`Error::InvalidArgument`] for an operation that reads `b`.
+pub fn apply_unary<A: DeviceRepr, O: DeviceRepr>(
+    backend: Backend,
+    kind: Kind,
+    op: Op,
+    a: &[A],
+    out: &mut [O],
+) -> Result<()> {
+    if op.reads_b() {
+        return Err(Error::InvalidArgument(format!(
+            "{kind:?} {op:?} reads a second operand; call ops::apply with b"
+        )));
+    }
+    apply(backend, kind, op, a, &[] as &[A], out)
 }
 
 /// Like [`apply`], over raw little-endian bytes (for callers that hold

@@ -33,6 +33,16 @@ inline cuzk_status fail(int code, int cuda_error, const char* fmt, ...) {
     return s;
 }
 
+// The status every GPU entry point of a CPU-only build returns; `what`
+// names the entry point.
+inline cuzk_status no_cuda_build(const char* what) {
+    return fail(CUZK_ERR_NO_CUDA_BUILD, 0,
+                "this cuzk build is CPU-only (compiled without nvcc, or with CUZK_NO_CUDA=1), so "
+                "GPU calls are unavailable; rebuild with nvcc reachable through NVCC, CUDA_PATH or "
+                "PATH (in the cuzk repo, `cargo xtask cuda-toolkit` installs one) [%s]",
+                what);
+}
+
 // Runs `f` (returning cuzk_status) and turns any C++ exception into a
 // status, so that nothing unwinds across the extern "C" boundary.
 template <class F>
