@@ -167,8 +167,11 @@ impl GpuNtt {
         }
         let dev = self.mem.device();
         let s = self.stream.as_raw();
-        // The data's own stream may hold pending work (uploads): order after it.
-        data.stream().synchronize()?;
+        // The data's own stream may hold pending work (uploads): order after
+        // it. Buffers on this engine's stream are already in order.
+        if data.stream().as_raw() != s {
+            data.stream().synchronize()?;
+        }
         let ptr = data.as_mut_ptr().cast::<std::ffi::c_void>();
         let bitrev = || {
             // SAFETY: `ptr` holds batch * 2^log_n elements on this device.
