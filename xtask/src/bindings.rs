@@ -35,6 +35,10 @@ const BINDINGS: &[Binding] = &[
         header: "csrc/include/cuzk/ntt.h",
         output: "crates/ntt/src/sys.rs",
     },
+    Binding {
+        header: "csrc/include/cuzk/msm.h",
+        output: "crates/msm/src/sys.rs",
+    },
 ];
 
 /// Headers whose CPU-only C++ stub (every `cuzk_status` entry point returns
@@ -42,6 +46,7 @@ const BINDINGS: &[Binding] = &[
 const STUBS: &[(&str, &str)] = &[
     ("csrc/include/cuzk/alloc.h", "csrc/alloc/noalloc.cpp"),
     ("csrc/include/cuzk/ntt.h", "csrc/ntt/nontt.cpp"),
+    ("csrc/include/cuzk/msm.h", "csrc/msm/nomsm.cpp"),
 ];
 
 /// The CPU-only stub of a header: one definition per `cuzk_status f(...);`

@@ -1,0 +1,481 @@
+// cuzk MSM kernels: Pippenger's bucket method over BLS12-381 G1 and G2
+// (see include/cuzk/msm.h for the interface and the layouts).
+//
+// One MSM of n points with window size c, W = ceil(256 / c) windows and
+// B = 2^(c-1) buckets a window:
+//  1. digits: each scalar (Montgomery form) is turned into its integer and
+//     cut into W signed digits d in [-2^(c-1), 2^(c-1)] (a digit above
+//     2^(c-1) becomes d - 2^c and carries one into the next window). As
+//     scalars are below 2^255 and W c >= 256, the top window never carries
+//     out. Each (window, digit) pair becomes a key (window << c | |d| - 1,
+//     or the window's "zero" key B when d = 0) and a value (point index,
+//     sign of d in bit 31).
+//  2. sort: the pairs of each window are sorted by key (CUB's radix sort on
+//     the low c bits), so that every bucket's points are contiguous.
+//  3. accumulate: thread t of a level takes the `chunk` consecutive sorted
+//     entries [t chunk, (t+1) chunk) and sums each run of equal keys in
+//     XYZZ coordinates (mixed additions from the affine bases at level 0).
+//     A run that is a whole bucket is written to the bucket array. A run cut
+//     by the chunk's ends is a partial sum: each thread leaves exactly two
+//     (head, tail; an empty one is an invalid identity with a neighbouring
+//     key, so keys stay sorted), and the next level runs the same procedure
+//     over those 2T partials, until one thread holds everything. Every
+//     thread does the same amount of work however skewed the buckets are
+//     (a bucket of millions of points is spread over many threads).
+//  4. reduce: sum_b (b + 1) S_b per window, by running sums over segments of
+//     buckets (each thread: its segment's running sums, plus lo * R by
+//     double-and-add), then a tree sum of the segments per window.
+// The host combines the window sums: sum_w 2^(c w) window_sum[w].
+#include <cuda_runtime.h>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <cstdint>
+#include <cstring>
+
+#include "cuzk/bls12_381.cuh"
+#include "cuzk/cuda_status.cuh"
+#include "cuzk/ec.cuh"
+#include "cuzk/msm.h"
+
+using cuzk::Affine;
+using cuzk::Fp;
+using cuzk::Fp2;
+using cuzk::Fr;
+using cuzk::guard;
+using cuzk::ok;
+using cuzk::Xyzz;
+
+namespace {
+
+constexpr uint32_t kInvalid = 0x80000000u;  // key flag: an empty partial
+constexpr uint32_t kChunk0 = 64;             // sorted pairs per thread, level 0
+constexpr uint32_t kChunkN = 16;             // partials per thread, later levels
+constexpr uint32_t kThreads = 128;           // threads per block, accumulation
+constexpr uint64_t kSegmentThreads = 1u << 16;  // target threads of the bucket reduction
+constexpr uint32_t kReduceGroup = 32;        // partials summed per thread in the tree sum
+
+// ---- loads and stores through 16-byte vectors ---------------------------
+
+__device__ __forceinline__ void ld(Fp& r, const Fp* p) {
+    const uint4* s = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const uint4 v = s[i];
+        r.l[4 * i] = v.x;
+        r.l[4 * i + 1] = v.y;
+        r.l[4 * i + 2] = v.z;
+        r.l[4 * i + 3] = v.w;
+    }
+}
+__device__ __forceinline__ void st(Fp* p, const Fp& v) {
+    uint4* d = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+        d[i] = make_uint4(v.l[4 * i], v.l[4 * i + 1], v.l[4 * i + 2], v.l[4 * i + 3]);
+}
+__device__ __forceinline__ void ld(Fp2& r, const Fp2* p) {
+    ld(r.c0, &p->c0);
+    ld(r.c1, &p->c1);
+}
+__device__ __forceinline__ void st(Fp2* p, const Fp2& v) {
+    st(&p->c0, v.c0);
+    st(&p->c1, v.c1);
+}
+template <class F>
+__device__ __forceinline__ Affine<F> ld(const Affine<F>* p) {
+    Affine<F> r;
+    ld(r.x, &p->x);
+    ld(r.y, &p->y);
+    return r;
+}
+template <class F>
+__device__ __forceinline__ Xyzz<F> ld(const Xyzz<F>* p) {
+    Xyzz<F> r;
+    ld(r.x, &p->x);
+    ld(r.y, &p->y);
+    ld(r.zz, &p->zz);
+    ld(r.zzz, &p->zzz);
+    return r;
+}
+template <class F>
+__device__ __forceinline__ void st(Xyzz<F>* p, const Xyzz<F>& v) {
+    st(&p->x, v.x);
+    st(&p->y, v.y);
+    st(&p->zz, v.zz);
+    st(&p->zzz, v.zzz);
+}
+
+// ---- 1. digits -----------------------------------------------------------
+
+__global__ void digits_kernel(const Fr* __restrict__ scalars, uint64_t n, uint32_t c, uint32_t w0,
+                              uint32_t nw, uint32_t* __restrict__ keys,
+                              uint32_t* __restrict__ vals) {
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint4* s = reinterpret_cast<const uint4*>(scalars + i);
+    const uint4 a = s[0], b = s[1];
+    Fr m;
+    m.l[0] = a.x; m.l[1] = a.y; m.l[2] = a.z; m.l[3] = a.w;
+    m.l[4] = b.x; m.l[5] = b.y; m.l[6] = b.z; m.l[7] = b.w;
+    // Montgomery form to integer: (x R) * 1 * R^-1 = x.
+    Fr raw_one = Fr::zero();
+    raw_one.l[0] = 1;
+    const Fr x = m * raw_one;
+    uint32_t limbs[9];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) limbs[k] = x.l[k];
+    limbs[8] = 0;
+    const uint32_t half = 1u << (c - 1);
+    const uint32_t mask = (1u << c) - 1;
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < w0 + nw; ++w) {
+        const uint32_t o = w * c;  // < 256: the limb index o/32 + 1 <= 8
+        const uint32_t li = o >> 5;
+        const uint64_t v = ((((uint64_t)limbs[li + 1]) << 32) | limbs[li]) >> (o & 31);
+        uint32_t d = ((uint32_t)v & mask) + carry;
+        uint32_t neg = 0;
+        if (d > half) {  // d - 2^c, negative: |digit| = 2^c - d
+            d = (1u << c) - d;
+            neg = 1;
+            carry = 1;
+        } else {
+            carry = 0;
+        }
+        if (w >= w0) {
+            const uint64_t at = (uint64_t)(w - w0) * n + i;
+            keys[at] = (w << c) | (d == 0 ? half : d - 1);
+            vals[at] = (uint32_t)i | (neg << 31);
+        }
+    }
+}
+
+// ---- 3. accumulation -----------------------------------------------------
+
+// Level 0: sorted (key, index|sign) pairs over the affine bases.
+template <class F>
+struct PairSource {
+    const uint32_t* keys;
+    const uint32_t* vals;
+    const Affine<F>* bases;
+    __device__ __forceinline__ uint32_t key(uint64_t j) const { return keys[j]; }
+    __device__ __forceinline__ bool add(Xyzz<F>& acc, uint64_t j) const {
+        const uint32_t v = vals[j];
+        Affine<F> p = ld(bases + (v & 0x7fffffffu));
+        if (v >> 31) p.y = -p.y;
+        acc = cuzk::xyzz_madd(acc, p);
+        return true;
+    }
+};
+
+// Later levels: (key, XYZZ partial), invalid partials flagged in the key.
+template <class F>
+struct PartialSource {
+    const uint32_t* keys;
+    const Xyzz<F>* pts;
+    __device__ __forceinline__ uint32_t key(uint64_t j) const { return keys[j] & ~kInvalid; }
+    __device__ __forceinline__ bool add(Xyzz<F>& acc, uint64_t j) const {
+        if (keys[j] & kInvalid) return false;
+        acc = cuzk::xyzz_add(acc, ld(pts + j));
+        return true;
+    }
+};
+
+template <class F, class Src>
+__global__ void __launch_bounds__(kThreads)
+    accumulate_kernel(Src src, uint64_t len, uint32_t chunk, uint32_t c,
+                      Xyzz<F>* __restrict__ buckets, uint32_t* __restrict__ out_keys,
+                      Xyzz<F>* __restrict__ out_pts) {
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    const uint64_t begin = t * chunk;
+    if (begin >= len) return;
+    const uint64_t end = begin + chunk < len ? begin + chunk : len;
+    const uint32_t half = 1u << (c - 1);
+    const uint32_t mask = (1u << c) - 1;
+    const uint32_t k_first = src.key(begin);
+    const bool continues = begin > 0 && src.key(begin - 1) == k_first;
+    Xyzz<F> head = Xyzz<F>::identity(), tail = Xyzz<F>::identity();
+    uint32_t head_key = 0, tail_key = 0;
+    bool have_head = false, have_tail = false;
+    uint64_t j = begin;
+    while (j < end) {
+        const uint32_t k = src.key(j);
+        const uint64_t s = j;
+        const bool zero_digit = (k & mask) == half;
+        Xyzz<F> acc = Xyzz<F>::identity();
+        bool any = false;
+        if (zero_digit) {
+            while (j < end && src.key(j) == k) ++j;
+        } else {
+            while (j < end && src.key(j) == k) {
+                any |= src.add(acc, j);
+                ++j;
+            }
+        }
+        if (zero_digit) continue;
+        const bool starts = s > begin || !continues;
+        const bool ends = j < end || j == len || src.key(j) != k;
+        if (starts && ends) {
+            if (any) st(buckets + (uint64_t)(k >> c) * half + (k & mask), acc);
+        } else if (!starts) {
+            head = acc;
+            head_key = k | (any ? 0u : kInvalid);
+            have_head = true;
+        } else {
+            tail = acc;
+            tail_key = k | (any ? 0u : kInvalid);
+            have_tail = true;
+        }
+    }
+    if (out_keys == nullptr) return;  // the last level: every run was whole
+    if (!have_head) head_key = (have_tail ? tail_key : k_first) | kInvalid;
+    if (!have_tail) tail_key = head_key | kInvalid;
+    out_keys[2 * t] = head_key;
+    out_keys[2 * t + 1] = tail_key;
+    st(out_pts + 2 * t, head);
+    st(out_pts + 2 * t + 1, tail);
+}
+
+// ---- 4. bucket reduction -------------------------------------------------
+
+// Thread (w, s) of W * P: buckets [lo, lo + seg) of window w, bucket b
+// weighing b + 1. Running sums from the top give T = sum (b - lo + 1) S_b and
+// R = sum S_b; the segment's share is T + lo R.
+template <class F>
+__global__ void segments_kernel(const Xyzz<F>* __restrict__ buckets, uint32_t windows,
+                                uint32_t half, uint32_t seg, Xyzz<F>* __restrict__ out) {
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    const uint32_t per_window = half / seg;
+    if (t >= (uint64_t)windows * per_window) return;
+    const uint32_t w = (uint32_t)(t / per_window);
+    const uint32_t lo = (uint32_t)(t % per_window) * seg;
+    const Xyzz<F>* b = buckets + (uint64_t)w * half;
+    Xyzz<F> r = Xyzz<F>::identity(), sum = Xyzz<F>::identity();
+    for (uint32_t k = lo + seg; k-- > lo;) {
+        r = cuzk::xyzz_add(r, ld(b + k));
+        sum = cuzk::xyzz_add(sum, r);
+    }
+    // lo * r, double-and-add from the top bit.
+    Xyzz<F> m = Xyzz<F>::identity();
+    for (int bit = 31; bit >= 0; --bit) {
+        m = cuzk::xyzz_dbl(m);
+        if ((lo >> bit) & 1u) m = cuzk::xyzz_add(m, r);
+    }
+    st(out + t, cuzk::xyzz_add(sum, m));
+}
+
+// out[i] = sum of in[i g .. i g + g) for i < count.
+template <class F>
+__global__ void group_sum_kernel(const Xyzz<F>* __restrict__ in, uint64_t count, uint32_t g,
+                                 Xyzz<F>* __restrict__ out) {
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    Xyzz<F> acc = Xyzz<F>::identity();
+    for (uint32_t k = 0; k < g; ++k) acc = cuzk::xyzz_add(acc, ld(in + i * g + k));
+    st(out + i, acc);
+}
+
+// ---- plan ---------------------------------------------------------------
+
+uint64_t align_up(uint64_t x) { return (x + 255) & ~uint64_t(255); }
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+uint32_t num_windows(uint32_t c) { return (256 + c - 1) / c; }
+
+// Offsets (bytes) of every scratch array.
+struct Plan {
+    uint32_t windows, half, batch, seg;
+    uint64_t point_bytes;  // one XYZZ point
+    uint64_t list_len;     // entries of level-1 partial lists
+    uint64_t keys_in, vals_in, keys_out, vals_out;
+    uint64_t list_a_keys, list_a_pts, list_b_keys, list_b_pts;
+    uint64_t cub, cub_bytes, buckets, segs, segs2, total;
+};
+
+cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Plan& p) {
+    if (curve != CUZK_MSM_G1 && curve != CUZK_MSM_G2)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                          "cuzk_msm: curve %u is neither G1 (1) nor G2 (2)", curve);
+    if (c < CUZK_MSM_MIN_WINDOW || c > CUZK_MSM_MAX_WINDOW)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                          "cuzk_msm: window of %u bits is outside %u..=%u", c,
+                          CUZK_MSM_MIN_WINDOW, CUZK_MSM_MAX_WINDOW);
+    if (n > CUZK_MSM_MAX_POINTS)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                          "cuzk_msm: %llu points exceed the limit of 2^31 - 1 a call; split the "
+                          "MSM and add the results",
+                          (unsigned long long)n);
+    p.windows = num_windows(c);
+    p.half = 1u << (c - 1);
+    p.batch = batch == 0 || batch > p.windows ? p.windows : batch;
+    p.point_bytes = curve == CUZK_MSM_G1 ? sizeof(Xyzz<Fp>) : sizeof(Xyzz<Fp2>);
+    const uint64_t entries = n * p.batch;
+    const uint64_t l1 = 2 * ceil_div(entries, kChunk0);
+    const uint64_t l2 = 2 * ceil_div(l1, kChunkN);
+    p.list_len = l1;
+    uint64_t at = 0;
+    // Region 1: the unsorted pairs, later reused by the partial lists.
+    const uint64_t pairs = align_up(entries * 4);
+    p.keys_in = at;
+    p.vals_in = at + pairs;
+    p.list_a_keys = at;
+    p.list_a_pts = p.list_a_keys + align_up(l1 * 4);
+    p.list_b_keys = p.list_a_pts + align_up(l1 * p.point_bytes);
+    p.list_b_pts = p.list_b_keys + align_up(l2 * 4);
+    const uint64_t lists_end = p.list_b_pts + align_up(l2 * p.point_bytes);
+    at = (2 * pairs > lists_end ? 2 * pairs : lists_end);
+    p.keys_out = at;
+    p.vals_out = at + pairs;
+    at += 2 * pairs;
+    p.cub = at;
+    p.cub_bytes = 0;
+    if (n > 0) {
+        size_t bytes = 0;
+        cudaError_t e = cub::DeviceRadixSort::SortPairs(
+            nullptr, bytes, (const uint32_t*)nullptr, (uint32_t*)nullptr,
+            (const uint32_t*)nullptr, (uint32_t*)nullptr, (int)n, 0, (int)c);
+        if (e != cudaSuccess) return cuzk::cuda_status(e, "cub::DeviceRadixSort::SortPairs (size)");
+        p.cub_bytes = bytes;
+    }
+    at += align_up(p.cub_bytes);
+    p.buckets = at;
+    at += align_up((uint64_t)p.windows * p.half * p.point_bytes);
+    // Bucket segments: about kSegmentThreads threads in all.
+    uint64_t seg = 1;
+    while (seg < p.half && (uint64_t)p.windows * p.half / (seg * 2) >= kSegmentThreads) seg *= 2;
+    p.seg = (uint32_t)seg;
+    const uint64_t segs = (uint64_t)p.windows * (p.half / p.seg);
+    p.segs = at;
+    at += align_up(segs * p.point_bytes);
+    p.segs2 = at;
+    at += align_up(ceil_div(segs, kReduceGroup) * p.point_bytes);
+    p.total = at;
+    return ok();
+}
+
+template <class F>
+cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64_t n, uint32_t c,
+                char* scratch, void* window_sums, cudaStream_t stream) {
+    using X = Xyzz<F>;
+    auto* keys_in = reinterpret_cast<uint32_t*>(scratch + p.keys_in);
+    auto* vals_in = reinterpret_cast<uint32_t*>(scratch + p.vals_in);
+    auto* keys_out = reinterpret_cast<uint32_t*>(scratch + p.keys_out);
+    auto* vals_out = reinterpret_cast<uint32_t*>(scratch + p.vals_out);
+    auto* buckets = reinterpret_cast<X*>(scratch + p.buckets);
+    uint32_t* list_keys[2] = {reinterpret_cast<uint32_t*>(scratch + p.list_a_keys),
+                              reinterpret_cast<uint32_t*>(scratch + p.list_b_keys)};
+    X* list_pts[2] = {reinterpret_cast<X*>(scratch + p.list_a_pts),
+                      reinterpret_cast<X*>(scratch + p.list_b_pts)};
+    CUZK_CUDA_TRY(cudaMemsetAsync(buckets, 0, (uint64_t)p.windows * p.half * sizeof(X), stream));
+    for (uint32_t w0 = 0; w0 < p.windows; w0 += p.batch) {
+        const uint32_t nw = p.windows - w0 < p.batch ? p.windows - w0 : p.batch;
+        digits_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, stream>>>(scalars, n, c, w0, nw,
+                                                                     keys_in, vals_in);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        for (uint32_t k = 0; k < nw; ++k) {
+            size_t bytes = p.cub_bytes;
+            CUZK_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+                scratch + p.cub, bytes, keys_in + k * n, keys_out + k * n, vals_in + k * n,
+                vals_out + k * n, (int)n, 0, (int)c, stream));
+        }
+        // Level 0 over the sorted pairs, then the partial lists.
+        uint64_t len = n * nw;
+        uint64_t threads = ceil_div(len, kChunk0);
+        int cur = 0;
+        {
+            PairSource<F> src{keys_out, vals_out, bases};
+            accumulate_kernel<F><<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
+                src, len, kChunk0, c, buckets, threads > 1 ? list_keys[cur] : nullptr,
+                threads > 1 ? list_pts[cur] : nullptr);
+            CUZK_CUDA_TRY(cudaGetLastError());
+        }
+        while (threads > 1) {
+            len = 2 * threads;
+            threads = ceil_div(len, kChunkN);
+            PartialSource<F> src{list_keys[cur], list_pts[cur]};
+            const int next = cur ^ 1;
+            accumulate_kernel<F><<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
+                src, len, kChunkN, c, buckets, threads > 1 ? list_keys[next] : nullptr,
+                threads > 1 ? list_pts[next] : nullptr);
+            CUZK_CUDA_TRY(cudaGetLastError());
+            cur = next;
+        }
+    }
+    // Bucket reduction: segments, then tree sums down to one point a window.
+    X* segs = reinterpret_cast<X*>(scratch + p.segs);
+    X* segs2 = reinterpret_cast<X*>(scratch + p.segs2);
+    uint64_t per_window = p.half / p.seg;
+    const uint64_t seg_threads = (uint64_t)p.windows * per_window;
+    segments_kernel<F><<<(unsigned)ceil_div(seg_threads, 64), 64, 0, stream>>>(
+        buckets, p.windows, p.half, p.seg, segs);
+    CUZK_CUDA_TRY(cudaGetLastError());
+    X* in = segs;
+    X* out = segs2;
+    while (per_window > 1) {
+        const uint32_t g = per_window < kReduceGroup ? (uint32_t)per_window : kReduceGroup;
+        const uint64_t count = (uint64_t)p.windows * (per_window / g);
+        group_sum_kernel<F><<<(unsigned)ceil_div(count, 64), 64, 0, stream>>>(in, count, g, out);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        per_window /= g;
+        X* tmp = in;
+        in = out;
+        out = tmp;
+    }
+    CUZK_CUDA_TRY(cudaMemcpyAsync(window_sums, in, (uint64_t)p.windows * sizeof(X),
+                                  cudaMemcpyDeviceToHost, stream));
+    CUZK_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+cuzk_status cuzk_msm_scratch_bytes(int32_t device, uint32_t curve, uint64_t n,
+                                   uint32_t window_bits, uint32_t windows_per_batch,
+                                   uint64_t* bytes) {
+    return guard("cuzk_msm_scratch_bytes", [&]() -> cuzk_status {
+        if (bytes == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_scratch_bytes: null output");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        Plan p;
+        const cuzk_status s = make_plan(curve, n, window_bits, windows_per_batch, p);
+        if (s.code != CUZK_OK) return s;
+        *bytes = p.total;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_msm_run(int32_t device, uint32_t curve, const void* bases, const void* scalars,
+                         uint64_t n, uint32_t window_bits, uint32_t windows_per_batch,
+                         void* scratch, uint64_t scratch_bytes, void* window_sums, void* stream) {
+    return guard("cuzk_msm_run", [&]() -> cuzk_status {
+        if (window_sums == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_run: null window_sums");
+        if (n > 0 && (bases == nullptr || scalars == nullptr || scratch == nullptr))
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_run: null device pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        Plan p;
+        const cuzk_status s = make_plan(curve, n, window_bits, windows_per_batch, p);
+        if (s.code != CUZK_OK) return s;
+        if (n == 0) {
+            std::memset(window_sums, 0, (size_t)p.windows * p.point_bytes);  // zz = 0: identity
+            return ok();
+        }
+        if (scratch_bytes < p.total)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_run: scratch of %llu bytes, %llu needed (ask "
+                              "cuzk_msm_scratch_bytes)",
+                              (unsigned long long)scratch_bytes, (unsigned long long)p.total);
+        auto* base = static_cast<char*>(scratch);
+        const auto st = (cudaStream_t)stream;
+        if (curve == CUZK_MSM_G1)
+            return run<Fp>(p, static_cast<const Affine<Fp>*>(bases),
+                           static_cast<const Fr*>(scalars), n, window_bits, base, window_sums, st);
+        return run<Fp2>(p, static_cast<const Affine<Fp2>*>(bases),
+                        static_cast<const Fr*>(scalars), n, window_bits, base, window_sums, st);
+    });
+}
+
+}  // extern "C"

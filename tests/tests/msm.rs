@@ -1,0 +1,405 @@
+//! cuzk-msm against references: the CPU path (blst) against arkworks'
+//! `VariableBaseMSM`; the GPU path against blst for G1 and G2 on the inputs
+//! that break MSMs (empty, n = 1, odd sizes, identities, zero / one / r - 1
+//! scalars, equal points with equal scalars, P beside -P, windows that
+//! divide the scalar size, skewed witness-like scalars), proptest sizes
+//! 0..=2^14, random sizes up to 2^20, spot checks at 2^24 and 2^26, a size
+//! whose sorted pairs pass 2^31 entries, repeatability; and the Ethereum
+//! KZG ceremony's setup: commitments equal c-kzg's `blob_to_kzg_commitment`.
+
+use ark_bls12_381::{g1, g2};
+use ark_ec::short_weierstrass::{Affine, Projective};
+use ark_ec::CurveGroup;
+use ark_ff::{BigInteger, Field, One, PrimeField, UniformRand, Zero};
+use ark_serialize::CanonicalDeserialize;
+use cuzk_msm::{cpu, Error, Fr, GpuMsm, MsmCurve};
+use cuzk_tests::{gpu_or_skip, report, rng};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::sync::OnceLock;
+
+/// How a case's inputs are drawn.
+#[derive(Clone, Copy, Debug)]
+enum Flavor {
+    /// Uniform points and scalars.
+    Random,
+    /// Identities among the points; scalars 0, 1, r - 1, 2, small.
+    Edges,
+    /// Equal points with equal scalars (a bucket must double) and P beside
+    /// -P with equal scalars (a bucket must reach the identity).
+    Collisions,
+    /// Witness-like: mostly 0 and 1, a few values repeated thousands of times.
+    Skewed,
+}
+
+const FLAVORS: [Flavor; 4] = [
+    Flavor::Random,
+    Flavor::Edges,
+    Flavor::Collisions,
+    Flavor::Skewed,
+];
+
+fn points<P: MsmCurve>(rng: &mut ChaCha20Rng, n: usize) -> Vec<Affine<P>> {
+    // A random walk over a few random points is cheap; beyond 2^16 the
+    // points repeat (which MSMs must handle anyway).
+    let m = n.min(1 << 16);
+    let base = cuzk_tests::cross::random_points::<P, _>(rng, m);
+    (0..n).map(|i| base[i % m.max(1)]).collect()
+}
+
+fn inputs<P: MsmCurve>(
+    rng: &mut ChaCha20Rng,
+    n: usize,
+    flavor: Flavor,
+) -> (Vec<Affine<P>>, Vec<Fr>) {
+    let mut bases = points::<P>(rng, n);
+    let mut scalars: Vec<Fr> = (0..n).map(|_| Fr::rand(rng)).collect();
+    let minus_one = -Fr::one();
+    match flavor {
+        Flavor::Random => {}
+        Flavor::Edges => {
+            for i in 0..n {
+                match rng.gen_range(0..8) {
+                    0 => bases[i] = Affine::identity(),
+                    1 => scalars[i] = Fr::zero(),
+                    2 => scalars[i] = Fr::one(),
+                    3 => scalars[i] = minus_one,
+                    4 => scalars[i] = Fr::from(rng.gen_range(0..1024u64)),
+                    _ => {}
+                }
+            }
+        }
+        Flavor::Collisions => {
+            for i in 1..n {
+                match rng.gen_range(0..4) {
+                    0 => {
+                        bases[i] = bases[i - 1];
+                        scalars[i] = scalars[i - 1];
+                    }
+                    1 => {
+                        bases[i] = -bases[i - 1];
+                        scalars[i] = scalars[i - 1];
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Flavor::Skewed => {
+            let few: Vec<Fr> = (0..4).map(|_| Fr::rand(rng)).collect();
+            for s in scalars.iter_mut() {
+                *s = match rng.gen_range(0..100) {
+                    0..=44 => Fr::zero(),
+                    45..=84 => Fr::one(),
+                    85..=97 => few[rng.gen_range(0..few.len())],
+                    _ => *s,
+                };
+            }
+        }
+    }
+    (bases, scalars)
+}
+
+fn gpu() -> Option<&'static GpuMsm> {
+    // One engine for every test, and one skip message.
+    static G: OnceLock<Option<GpuMsm>> = OnceLock::new();
+    G.get_or_init(|| {
+        gpu_or_skip("msm (GPU tests)")?;
+        Some(GpuMsm::new(0).expect("GPU engine on device 0"))
+    })
+    .as_ref()
+}
+
+fn check_gpu<P: MsmCurve>(g: &GpuMsm, bases: &[Affine<P>], scalars: &[Fr], what: &str) {
+    let want = cpu::msm(bases, scalars).unwrap();
+    let got = g.msm(bases, scalars).unwrap();
+    assert_eq!(
+        got.into_affine(),
+        want.into_affine(),
+        "{} {what}: n = {}, window {}",
+        P::NAME,
+        bases.len(),
+        g.window_for(bases.len())
+    );
+}
+
+// ---- CPU path ----------------------------------------------------------
+
+fn cpu_case<P: MsmCurve>(seed: u64) {
+    let mut r = ChaCha20Rng::seed_from_u64(seed);
+    for n in [0usize, 1, 2, 3, 31, 33, 100, 1000] {
+        for flavor in FLAVORS {
+            let (b, s) = inputs::<P>(&mut r, n, flavor);
+            assert_eq!(
+                cpu::msm(&b, &s).unwrap(),
+                cpu::msm_arkworks(&b, &s).unwrap(),
+                "{} blst vs arkworks, n = {n}, {flavor:?}",
+                P::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn cpu_msm_matches_arkworks() {
+    let seed = rng("cpu_msm_matches_arkworks").gen();
+    cpu_case::<g1::Config>(seed);
+    cpu_case::<g2::Config>(seed);
+}
+
+#[test]
+fn length_mismatch_is_an_error() {
+    let mut r = rng("length_mismatch_is_an_error");
+    let b = points::<g1::Config>(&mut r, 3);
+    let s = vec![Fr::one(); 2];
+    assert!(matches!(cpu::msm(&b, &s), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        cuzk_msm::msm(&b, &s),
+        Err(Error::InvalidArgument(_))
+    ));
+    if let Some(g) = gpu() {
+        assert!(matches!(g.msm(&b, &s), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            g.clone().with_window_bits(25),
+            Err(Error::InvalidArgument(_))
+        ));
+        let fixed = g.upload_bases(&b).unwrap();
+        assert!(matches!(
+            fixed.msm_prefix(&[Fr::one(); 4]),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
+
+// ---- KZG: the Ethereum ceremony's setup --------------------------------
+
+/// The 4096 G1 points of the Ethereum KZG ceremony in Lagrange form
+/// (tests/data/kzg_g1_lagrange.bin: c-kzg 2.1.8's g1_lagrange_bytes.bin, 48
+/// compressed bytes a point, natural order), bit-reversed as EIP-4844's
+/// `blob_to_kzg_commitment` uses them.
+fn kzg_setup() -> Vec<g1::G1Affine> {
+    let bytes = include_bytes!("../data/kzg_g1_lagrange.bin");
+    let mut pts: Vec<g1::G1Affine> = bytes
+        .chunks_exact(48)
+        .map(|c| g1::G1Affine::deserialize_compressed(c).expect("ceremony point"))
+        .collect();
+    assert_eq!(pts.len(), 4096);
+    cuzk_ntt::bit_reverse_permute(&mut pts, 12);
+    pts
+}
+
+fn random_blob(r: &mut ChaCha20Rng) -> (Vec<Fr>, Box<c_kzg::Blob>) {
+    let fr: Vec<Fr> = (0..4096).map(|_| Fr::rand(r)).collect();
+    let mut bytes = Vec::with_capacity(4096 * 32);
+    for x in &fr {
+        bytes.extend_from_slice(&x.into_bigint().to_bytes_be());
+    }
+    (fr, Box::new(c_kzg::Blob::from_bytes(&bytes).unwrap()))
+}
+
+fn ckzg_commitment(blob: &c_kzg::Blob) -> g1::G1Affine {
+    let c = c_kzg::ethereum_kzg_settings(0)
+        .blob_to_kzg_commitment(blob)
+        .unwrap();
+    g1::G1Affine::deserialize_compressed(&c.to_bytes()[..]).unwrap()
+}
+
+#[test]
+fn kzg_commitments_equal_c_kzg() {
+    let mut r = rng("kzg_commitments_equal_c_kzg");
+    let setup = kzg_setup();
+    let blobs: Vec<_> = (0..3).map(|_| random_blob(&mut r)).collect();
+    let want: Vec<g1::G1Affine> = blobs.iter().map(|(_, b)| ckzg_commitment(b)).collect();
+    for ((fr, _), w) in blobs.iter().zip(&want) {
+        assert_eq!(cpu::msm(&setup, fr).unwrap().into_affine(), *w, "CPU");
+    }
+    if let Some(g) = gpu() {
+        let fixed = g.upload_bases(&setup).unwrap();
+        let scalars: Vec<&[Fr]> = blobs.iter().map(|(f, _)| f.as_slice()).collect();
+        let got = fixed.msm_batch(&scalars).unwrap();
+        for (x, w) in got.iter().zip(&want) {
+            assert_eq!(x.into_affine(), *w, "GPU, fixed bases");
+        }
+        report(&format!(
+            "kzg: {} blob commitments on the GPU equal c-kzg's",
+            got.len()
+        ));
+    }
+}
+
+// ---- GPU path ----------------------------------------------------------
+
+fn gpu_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
+    for n in [
+        0usize, 1, 2, 3, 31, 32, 33, 63, 64, 65, 255, 257, 1000, 4099,
+    ] {
+        for flavor in FLAVORS {
+            let (b, s) = inputs::<P>(r, n, flavor);
+            check_gpu(g, &b, &s, &format!("{flavor:?}"));
+        }
+    }
+    // All scalars equal / all points equal, and the whole input zero.
+    let (b, _) = inputs::<P>(r, 777, Flavor::Random);
+    check_gpu(g, &b, &vec![-Fr::one(); 777], "all r - 1");
+    check_gpu(
+        g,
+        &vec![b[0]; 777],
+        &vec![Fr::from(5u64); 777],
+        "one point, one scalar",
+    );
+    check_gpu(g, &b, &vec![Fr::zero(); 777], "all zero scalars");
+    check_gpu(
+        g,
+        &vec![Affine::<P>::identity(); 777],
+        &vec![Fr::one(); 777],
+        "all identities",
+    );
+    // Windows that divide the scalars' 255 bits (3, 5, 15, 17) or 256
+    // (2, 4, 8, 16), and the extremes.
+    for c in [2u32, 3, 4, 5, 8, 13, 15, 16, 17, 20, 24] {
+        let gc = g.clone().with_window_bits(c).unwrap();
+        for flavor in FLAVORS {
+            let (b, s) = inputs::<P>(r, 3000, flavor);
+            check_gpu(&gc, &b, &s, &format!("window {c}, {flavor:?}"));
+        }
+    }
+}
+
+#[test]
+fn gpu_msm_edge_cases() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_edge_cases");
+    gpu_edges::<g1::Config>(g, &mut r);
+    gpu_edges::<g2::Config>(g, &mut r);
+    report("msm: G1 and G2 edge cases equal blst");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    #[test]
+    fn gpu_msm_proptest(log in 0u32..=14, frac in 0.0f64..1.0, flavor in 0usize..4, g2 in any::<bool>(), seed in any::<u64>()) {
+        let Some(g) = gpu() else { return Ok(()) };
+        let n = ((1usize << log) as f64 * (0.5 + frac / 2.0)) as usize;
+        let mut r = ChaCha20Rng::seed_from_u64(seed);
+        if g2 {
+            let (b, s) = inputs::<g2::Config>(&mut r, n, FLAVORS[flavor]);
+            check_gpu(g, &b, &s, "proptest");
+        } else {
+            let (b, s) = inputs::<g1::Config>(&mut r, n, FLAVORS[flavor]);
+            check_gpu(g, &b, &s, "proptest");
+        }
+    }
+}
+
+#[test]
+fn gpu_msm_random_sizes_to_2_20() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_random_sizes_to_2_20");
+    for k in 0..4 {
+        let n = r.gen_range(1 << 15..=1 << 20);
+        let flavor = FLAVORS[k % 4];
+        let (b, s) = inputs::<g1::Config>(&mut r, n, flavor);
+        check_gpu(g, &b, &s, &format!("{flavor:?}"));
+        let n2 = n / 4;
+        let (b, s) = inputs::<g2::Config>(&mut r, n2, flavor);
+        check_gpu(g, &b, &s, &format!("{flavor:?}"));
+        report(&format!(
+            "msm: G1 n = {n} and G2 n = {n2} ({flavor:?}) equal blst"
+        ));
+    }
+}
+
+#[test]
+fn gpu_msm_is_repeatable() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_is_repeatable");
+    let (b, s) = inputs::<g1::Config>(&mut r, 1 << 16, Flavor::Skewed);
+    let fixed = g.upload_bases(&b).unwrap();
+    let first = fixed.msm(&s).unwrap().into_affine();
+    for _ in 0..10 {
+        assert_eq!(fixed.msm(&s).unwrap().into_affine(), first);
+    }
+    assert_eq!(first, cpu::msm(&b, &s).unwrap().into_affine());
+    let (b, s) = inputs::<g2::Config>(&mut r, 1 << 14, Flavor::Random);
+    let first = g.msm(&b, &s).unwrap().into_affine();
+    for _ in 0..5 {
+        assert_eq!(g.msm(&b, &s).unwrap().into_affine(), first);
+    }
+}
+
+/// One 2^16 G1 and one 2^16 G2 MSM: the case `compute-sanitizer` runs
+/// (`--tool memcheck` and `--tool racecheck`).
+#[test]
+fn gpu_msm_sanitizer_case() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_sanitizer_case");
+    let (b, s) = inputs::<g1::Config>(&mut r, 1 << 16, Flavor::Edges);
+    check_gpu(g, &b, &s, "sanitizer case");
+    let (b, s) = inputs::<g2::Config>(&mut r, 1 << 16, Flavor::Edges);
+    check_gpu(g, &b, &s, "sanitizer case");
+}
+
+fn big_scalars(r: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
+    // ChaCha per element is slow at 2^26: expand 64-bit seeds with a
+    // multiply-xorshift per limb instead, then reduce.
+    let seed: u64 = r.gen();
+    (0..n)
+        .map(|i| {
+            let mut x = seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let mut limbs = [0u64; 4];
+            for l in limbs.iter_mut() {
+                x ^= x >> 31;
+                x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                x ^= x >> 29;
+                *l = x;
+            }
+            limbs[3] &= (1u64 << 62) - 1;
+            Fr::from_bigint(ark_ff::BigInt::<4>(limbs)).unwrap_or(Fr::ONE)
+        })
+        .collect()
+}
+
+/// 2^24 and 2^26 + 12345 G1 points against blst; the latter also with
+/// 8-bit windows (32 windows: 2^31 + 395,040 sorted pairs).
+#[test]
+fn gpu_msm_spot_checks_large() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_spot_checks_large");
+    let n = (1 << 26) + 12345;
+    let bases = points::<g1::Config>(&mut r, n);
+    let scalars = big_scalars(&mut r, n);
+    for n in [1usize << 24, n] {
+        let t = std::time::Instant::now();
+        let want = cpu::msm(&bases[..n], &scalars[..n]).unwrap().into_affine();
+        let cpu_s = t.elapsed().as_secs_f64();
+        let fixed = g.upload_bases(&bases[..n]).unwrap();
+        assert_eq!(
+            fixed.msm(&scalars[..n]).unwrap().into_affine(),
+            want,
+            "G1 n = {n}"
+        );
+        report(&format!("msm: G1 n = {n} equals blst (blst {cpu_s:.1} s)"));
+        if n > 1 << 24 {
+            let g8 = g.clone().with_window_bits(8).unwrap();
+            let fixed = g8.upload_bases(&bases[..n]).unwrap();
+            assert_eq!(
+                fixed.msm(&scalars[..n]).unwrap().into_affine(),
+                want,
+                "G1 n = {n}, 8-bit windows"
+            );
+            report(&format!(
+                "msm: G1 n = {n} with 8-bit windows ({} sorted pairs) equals blst",
+                n as u64 * 32
+            ));
+        }
+    }
+}
+
+#[test]
+fn projective_identity_is_returned_for_empty_input() {
+    let (p, _) = cuzk_msm::msm::<g1::Config>(&[], &[]).unwrap();
+    assert!(p.is_zero());
+    let p = cpu::msm::<g2::Config>(&[], &[]).unwrap();
+    assert!(p.is_zero());
+    let _unused: Projective<g1::Config> = Projective::default();
+}
