@@ -348,8 +348,12 @@ cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Pl
     const uint64_t segs = (uint64_t)p.windows * (p.half / p.seg);
     p.segs = at;
     at += align_up(segs * p.point_bytes);
+    // The tree sum's first output: W * (per_window / g) points with
+    // g = min(per_window, kReduceGroup); later outputs are smaller.
+    const uint64_t per_window = p.half / p.seg;
+    const uint64_t g = per_window < kReduceGroup ? per_window : kReduceGroup;
     p.segs2 = at;
-    at += align_up(ceil_div(segs, kReduceGroup) * p.point_bytes);
+    at += align_up((uint64_t)p.windows * (per_window / g) * p.point_bytes);
     p.total = at;
     return ok();
 }

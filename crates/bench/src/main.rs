@@ -27,7 +27,7 @@ struct Args {
     /// A short run (about a minute, small sizes).
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^24).
+    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^26, G2 MSM 2^24).
     #[arg(long)]
     full: bool,
     /// Comma-separated layers to run (available: field, alloc, ntt, msm).
@@ -437,59 +437,132 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
     Ok(())
 }
 
-/// G1 MSM references until cuzk's own MSM lands: arkworks' VariableBaseMSM
-/// on all CPU cores and, on a GPU, sppark 0.1.16 (points and scalars copied
-/// in per call, wall time of the call, median of 5); their results must
-/// agree.
-fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
-    use ark_ec::{CurveGroup, VariableBaseMSM};
-    let logs: &[u32] = if quick {
-        &[16]
-    } else if full {
-        &[16, 20, 22, 24]
-    } else {
-        &[16, 20, 22]
-    };
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x4d534d);
-    let max = 1usize << logs.iter().max().copied().unwrap_or(16);
-    // Points by a random walk over a few random seeds (drawing each point
-    // uniformly costs a hash-to-curve), normalized in one batch.
-    let seeds: Vec<G1Affine> = (0..16).map(|_| G1Affine::rand(&mut rng)).collect();
-    let mut acc = G1Projective::from(seeds[0]);
-    let walk: Vec<G1Projective> = (0..max)
+/// Points by a random walk over a few random seeds (drawing each point
+/// uniformly costs a hash-to-curve), normalized in one batch; beyond
+/// `distinct` points the walk repeats (MSM work does not depend on it).
+fn bench_points<P: ark_ec::short_weierstrass::SWCurveConfig>(
+    rng: &mut rand_chacha::ChaCha20Rng,
+    n: usize,
+    distinct: usize,
+) -> Vec<ark_ec::short_weierstrass::Affine<P>> {
+    use ark_ec::short_weierstrass::{Affine, Projective};
+    use ark_ec::CurveGroup;
+    let m = n.min(distinct).max(1);
+    let seeds: Vec<Affine<P>> = (0..16).map(|_| Affine::rand(rng)).collect();
+    let mut acc = Projective::<P>::from(seeds[0]);
+    let walk: Vec<Projective<P>> = (0..m)
         .map(|i| {
             acc += seeds[i % 16];
             acc
         })
         .collect();
-    let points = G1Projective::normalize_batch(&walk);
+    let base = Projective::normalize_batch(&walk);
+    (0..n).map(|i| base[i % m]).collect()
+}
+
+/// One curve's MSM ladder: cuzk on the GPU with resident bases (uploaded
+/// once; scalars copied in per call) and with the bases copied in per call,
+/// blst on all CPU cores, arkworks (all cores, up to 2^20), and for G1
+/// sppark 0.1.16 (points and scalars copied in per call). Wall time of the
+/// call, median of 5 (3 or 1 at the largest sizes). Every result must equal
+/// blst's.
+fn msm_curve<P: cuzk_msm::MsmCurve>(
+    figs: &mut Vec<Figure>,
+    gpu: Option<i32>,
+    logs: &[u32],
+    sppark: bool,
+) -> Result<()> {
+    use ark_ec::short_weierstrass::Projective;
+    use ark_ec::{CurveGroup, VariableBaseMSM};
+    let Some(&max_log) = logs.iter().max() else {
+        return Ok(());
+    };
+    let max = 1usize << max_log;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x4d534d);
+    let points = bench_points::<P>(&mut rng, max, 1 << 20);
     let scalars: Vec<Fr> = (0..max).map(|_| Fr::rand(&mut rng)).collect();
+    let engine = match gpu {
+        Some(d) => Some(cuzk_msm::GpuMsm::new(d)?),
+        None => None,
+    };
     for &log_n in logs {
         let n = 1usize << log_n;
-        let name = format!("G1 MSM 2^{log_n}");
+        let name = format!("{} MSM 2^{log_n}", P::NAME);
         step(format!("bench msm: {name}"));
         let (p, s) = (&points[..n], &scalars[..n]);
-        let mut want = G1Projective::default();
-        let reps = if log_n >= 22 { 1 } else { 3 };
+        let reps = if log_n >= 24 { 1 } else { 3 };
+        let mut want = Projective::<P>::default();
         let ms = wall_ms(reps, || {
-            want = G1Projective::msm(p, s).expect("equal lengths")
+            want = cuzk_msm::cpu::msm(p, s).expect("equal lengths")
         });
         figs.push(Figure {
             layer: "msm",
             name: name.clone(),
-            implementation: "arkworks VariableBaseMSM (CPU, all cores)",
+            implementation: "blst Pippenger (CPU, all cores)",
             elements: n,
             median_ms: ms,
             timing: "wall",
         });
-        #[cfg(feature = "sppark")]
-        if gpu.is_some() {
-            let mut got = G1Projective::default();
-            let ms = wall_ms(5, || {
-                got = cuzk_sppark_peer::msm_g1(p, s).expect("sppark msm")
+        let want = want.into_affine();
+        if log_n <= 20 {
+            let mut got = Projective::<P>::default();
+            let ms = wall_ms(if log_n >= 20 { 1 } else { 3 }, || {
+                got = Projective::<P>::msm(p, s).expect("equal lengths")
             });
-            if got.into_affine() != want.into_affine() {
-                eprintln!("bench msm: MISMATCH: sppark's MSM differs from arkworks' at 2^{log_n}");
+            if got.into_affine() != want {
+                eprintln!("bench msm: MISMATCH: arkworks differs from blst at {name}");
+            }
+            figs.push(Figure {
+                layer: "msm",
+                name: name.clone(),
+                implementation: "arkworks VariableBaseMSM (CPU, all cores)",
+                elements: n,
+                median_ms: ms,
+                timing: "wall",
+            });
+        }
+        let Some(g) = &engine else { continue };
+        let gpu_reps = if log_n >= 26 { 3 } else { 5 };
+        let fixed = g.upload_bases(p)?;
+        let mut got = Projective::<P>::default();
+        let ms = wall_ms(gpu_reps, || got = fixed.msm(s).expect("cuzk msm"));
+        if got.into_affine() != want {
+            eprintln!("bench msm: MISMATCH: cuzk's GPU MSM differs from blst at {name}");
+        }
+        figs.push(Figure {
+            layer: "msm",
+            name: name.clone(),
+            implementation: "cuzk GPU (resident bases, scalars copied in)",
+            elements: n,
+            median_ms: ms,
+            timing: "wall, scalars host to device",
+        });
+        drop(fixed);
+        let ms = wall_ms(3, || got = g.msm(p, s).expect("cuzk msm"));
+        figs.push(Figure {
+            layer: "msm",
+            name: name.clone(),
+            implementation: "cuzk GPU (bases and scalars copied in)",
+            elements: n,
+            median_ms: ms,
+            timing: "wall, host to host",
+        });
+        #[cfg(feature = "sppark")]
+        if sppark {
+            // The peer exists for G1 only.
+            use std::any::Any;
+            let p1 = (&points as &dyn Any)
+                .downcast_ref::<Vec<G1Affine>>()
+                .context("sppark's MSM is G1 only")?;
+            let want1 = (&want as &dyn Any)
+                .downcast_ref::<G1Affine>()
+                .context("sppark's MSM is G1 only")?;
+            let mut got = G1Projective::default();
+            let ms = wall_ms(gpu_reps, || {
+                got = cuzk_sppark_peer::msm_g1(&p1[..n], s).expect("sppark msm")
+            });
+            if got.into_affine() != *want1 {
+                eprintln!("bench msm: MISMATCH: sppark's MSM differs from blst at {name}");
             }
             figs.push(Figure {
                 layer: "msm",
@@ -500,8 +573,24 @@ fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
                 timing: "wall, host to host",
             });
         }
+        #[cfg(not(feature = "sppark"))]
+        let _ = (sppark, name);
     }
-    let _ = gpu;
+    Ok(())
+}
+
+/// MSM: G1 at 2^16..2^26 and G2 at 2^16..2^24 (by run length), see
+/// [`msm_curve`].
+fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
+    let (g1, g2): (&[u32], &[u32]) = if quick {
+        (&[16], &[])
+    } else if full {
+        (&[16, 20, 22, 24, 26], &[16, 20, 24])
+    } else {
+        (&[16, 20, 22], &[16, 20])
+    };
+    msm_curve::<ark_bls12_381::g1::Config>(figs, gpu, g1, true)?;
+    msm_curve::<ark_bls12_381::g2::Config>(figs, gpu, g2, false)?;
     Ok(())
 }
 
@@ -557,8 +646,10 @@ fn main() -> Result<()> {
             "msm" => {
                 if args.quick {
                     1
+                } else if args.full {
+                    8
                 } else {
-                    3
+                    5
                 }
             }
             _ => 0,
