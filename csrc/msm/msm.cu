@@ -31,6 +31,8 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cuzk/bls12_381.cuh"
@@ -197,35 +199,36 @@ __global__ void __launch_bounds__(kThreads)
     Xyzz<F> head = Xyzz<F>::identity(), tail = Xyzz<F>::identity();
     uint32_t head_key = 0, tail_key = 0;
     bool have_head = false, have_tail = false;
-    uint64_t j = begin;
-    while (j < end) {
-        const uint32_t k = src.key(j);
-        const uint64_t s = j;
+    // One flat loop (every lane adds one entry an iteration, so a warp's
+    // lanes stay converged through the additions); a run is flushed when the
+    // next key differs or the chunk ends.
+    Xyzz<F> acc = Xyzz<F>::identity();
+    bool any = false;
+    bool starts = !continues;  // the current run starts its bucket's list
+    uint32_t k = k_first;
+    for (uint64_t j = begin; j < end; ++j) {
         const bool zero_digit = (k & mask) == half;
-        Xyzz<F> acc = Xyzz<F>::identity();
-        bool any = false;
-        if (zero_digit) {
-            while (j < end && src.key(j) == k) ++j;
-        } else {
-            while (j < end && src.key(j) == k) {
-                any |= src.add(acc, j);
-                ++j;
+        if (!zero_digit) any |= src.add(acc, j);
+        const uint32_t next = j + 1 < len ? src.key(j + 1) : 0xffffffffu;
+        if (next == k && j + 1 < end) continue;
+        if (!zero_digit) {
+            const bool ends = next != k;
+            if (starts && ends) {
+                if (any) st(buckets + (uint64_t)(k >> c) * half + (k & mask), acc);
+            } else if (!starts) {
+                head = acc;
+                head_key = k | (any ? 0u : kInvalid);
+                have_head = true;
+            } else {
+                tail = acc;
+                tail_key = k | (any ? 0u : kInvalid);
+                have_tail = true;
             }
         }
-        if (zero_digit) continue;
-        const bool starts = s > begin || !continues;
-        const bool ends = j < end || j == len || src.key(j) != k;
-        if (starts && ends) {
-            if (any) st(buckets + (uint64_t)(k >> c) * half + (k & mask), acc);
-        } else if (!starts) {
-            head = acc;
-            head_key = k | (any ? 0u : kInvalid);
-            have_head = true;
-        } else {
-            tail = acc;
-            tail_key = k | (any ? 0u : kInvalid);
-            have_tail = true;
-        }
+        acc = Xyzz<F>::identity();
+        any = false;
+        starts = true;
+        k = next;
     }
     if (out_keys == nullptr) return;  // the last level: every run was whole
     if (!have_head) head_key = (have_tail ? tail_key : k_first) | kInvalid;
@@ -274,6 +277,46 @@ __global__ void group_sum_kernel(const Xyzz<F>* __restrict__ in, uint64_t count,
     for (uint32_t k = 0; k < g; ++k) acc = cuzk::xyzz_add(acc, ld(in + i * g + k));
     st(out + i, acc);
 }
+
+// ---- profiling ------------------------------------------------------------
+
+// With CUZK_MSM_PROFILE=1, each phase's device time (CUDA events) is
+// printed to stderr: for tuning, not for production.
+struct Profile {
+    bool on = false;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t last = nullptr;
+    double ms[5] = {0, 0, 0, 0, 0};  // digits, sort, level 0, later levels, reduce
+    explicit Profile(cudaStream_t s) : stream(s) {
+        const char* v = std::getenv("CUZK_MSM_PROFILE");
+        on = v && v[0] == '1';
+        if (on && cudaEventCreate(&last) == cudaSuccess) {
+            cudaEventRecord(last, stream);
+        } else {
+            on = false;
+        }
+    }
+    void mark(int phase) {
+        if (!on) return;
+        cudaEvent_t e;
+        if (cudaEventCreate(&e) != cudaSuccess) return;
+        cudaEventRecord(e, stream);
+        cudaEventSynchronize(e);
+        float t = 0;
+        cudaEventElapsedTime(&t, last, e);
+        ms[phase] += t;
+        cudaEventDestroy(last);
+        last = e;
+    }
+    void print(const char* curve, uint64_t n, uint32_t c) {
+        if (!on) return;
+        std::fprintf(stderr,
+                     "cuzk msm profile %s n=%llu c=%u: digits %.3f ms, sort %.3f ms, level0 %.3f "
+                     "ms, levels %.3f ms, reduce %.3f ms\n",
+                     curve, (unsigned long long)n, c, ms[0], ms[1], ms[2], ms[3], ms[4]);
+        cudaEventDestroy(last);
+    }
+};
 
 // ---- plan ---------------------------------------------------------------
 
@@ -371,18 +414,21 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
                               reinterpret_cast<uint32_t*>(scratch + p.list_b_keys)};
     X* list_pts[2] = {reinterpret_cast<X*>(scratch + p.list_a_pts),
                       reinterpret_cast<X*>(scratch + p.list_b_pts)};
+    Profile prof(stream);
     CUZK_CUDA_TRY(cudaMemsetAsync(buckets, 0, (uint64_t)p.windows * p.half * sizeof(X), stream));
     for (uint32_t w0 = 0; w0 < p.windows; w0 += p.batch) {
         const uint32_t nw = p.windows - w0 < p.batch ? p.windows - w0 : p.batch;
         digits_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, stream>>>(scalars, n, c, w0, nw,
                                                                      keys_in, vals_in);
         CUZK_CUDA_TRY(cudaGetLastError());
+        prof.mark(0);
         for (uint32_t k = 0; k < nw; ++k) {
             size_t bytes = p.cub_bytes;
             CUZK_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
                 scratch + p.cub, bytes, keys_in + k * n, keys_out + k * n, vals_in + k * n,
                 vals_out + k * n, (int)n, 0, (int)c, stream));
         }
+        prof.mark(1);
         // Level 0 over the sorted pairs, then the partial lists.
         uint64_t len = n * nw;
         uint64_t threads = ceil_div(len, kChunk0);
@@ -394,6 +440,7 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
                 threads > 1 ? list_pts[cur] : nullptr);
             CUZK_CUDA_TRY(cudaGetLastError());
         }
+        prof.mark(2);
         while (threads > 1) {
             len = 2 * threads;
             threads = ceil_div(len, kChunkN);
@@ -405,6 +452,7 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
             CUZK_CUDA_TRY(cudaGetLastError());
             cur = next;
         }
+        prof.mark(3);
     }
     // Bucket reduction: segments, then tree sums down to one point a window.
     X* segs = reinterpret_cast<X*>(scratch + p.segs);
@@ -426,6 +474,8 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         in = out;
         out = tmp;
     }
+    prof.mark(4);
+    prof.print(sizeof(F) == sizeof(Fp) ? "G1" : "G2", n, c);
     CUZK_CUDA_TRY(cudaMemcpyAsync(window_sums, in, (uint64_t)p.windows * sizeof(X),
                                   cudaMemcpyDeviceToHost, stream));
     CUZK_CUDA_TRY(cudaStreamSynchronize(stream));
