@@ -243,14 +243,14 @@ fn gpu_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
     check_gpu(g, &b, &vec![-Fr::one(); 777], "all r - 1");
     check_gpu(
         g,
-        &vec![b[0]; 777],
+        &[b[0]; 777],
         &vec![Fr::from(5u64); 777],
         "one point, one scalar",
     );
     check_gpu(g, &b, &vec![Fr::zero(); 777], "all zero scalars");
     check_gpu(
         g,
-        &vec![Affine::<P>::identity(); 777],
+        &[Affine::<P>::identity(); 777],
         &vec![Fr::one(); 777],
         "all identities",
     );

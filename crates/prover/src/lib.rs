@@ -29,6 +29,7 @@
 //! ```
 
 pub mod qap;
+pub mod synthetic;
 
 use ark_bls12_381::{g1, g2, Bls12_381};
 use ark_ec::short_weierstrass::{Affine, Projective};
@@ -383,8 +384,7 @@ impl Prover {
     /// [`Error::InvalidArgument`] for a malformed key; errors of a GPU that
     /// exists but fails (out of memory for the key's queries, CUDA errors).
     pub fn new(pk: ProvingKey) -> Result<Self> {
-        let mem = match BudgetConfig::from_env()
-            .and_then(|cfg| DeviceMemory::new(0, cfg, u64::MAX))
+        let mem = match BudgetConfig::from_env().and_then(|cfg| DeviceMemory::new(0, cfg, u64::MAX))
         {
             Ok(m) => m,
             Err(e) if e.is_no_gpu() => return Self::cpu(pk),
@@ -627,7 +627,8 @@ impl Prover {
     }
 
     fn prove_job_inner(&self, job: &ProofJob<'_>) -> Result<(Proof, ProofTimings)> {
-        let span = tracing::debug_span!(target: "cuzk_prover", "prove", backend = self.backend_name());
+        let span =
+            tracing::debug_span!(target: "cuzk_prover", "prove", backend = self.backend_name());
         let _g = span.enter();
         let log_n = self.check_job(job)?;
         let mut t = ProofTimings::default();
@@ -636,23 +637,12 @@ impl Prover {
         let (r, s) = (job.r, job.s);
 
         let t0 = Instant::now();
-        let abc = qap::evaluate(
-            job.matrices,
-            z,
-            job.num_inputs,
-            log_n,
-            self.check_witness,
-        )?;
+        let abc = qap::evaluate(job.matrices, z, job.num_inputs, log_n, self.check_witness)?;
         t.eval_ms = ms(t0);
 
         let t0 = Instant::now();
         let h = match &self.gpu {
-            Some(g) => qap::quotient(
-                &qap::GpuEngine(&g.ntt),
-                abc,
-                log_n,
-                qap::Orders::Reversed,
-            )?,
+            Some(g) => qap::quotient(&qap::GpuEngine(&g.ntt), abc, log_n, qap::Orders::Reversed)?,
             None => qap::quotient(&qap::CpuEngine, abc, log_n, qap::Orders::Natural)?,
         };
         t.h_ntt_ms = ms(t0);
@@ -719,7 +709,11 @@ mod tests {
         // The GPU's order choice, run through the CPU engine, gives the same
         // quotient as natural order.
         let n = 16usize;
-        let v = |k: u64| (0..n as u64).map(|i| Fr::from(i * i + k)).collect::<Vec<_>>();
+        let v = |k: u64| {
+            (0..n as u64)
+                .map(|i| Fr::from(i * i + k))
+                .collect::<Vec<_>>()
+        };
         let abc = [v(1), v(2), v(3)];
         let x = qap::quotient(&qap::CpuEngine, abc.clone(), 4, qap::Orders::Natural).unwrap();
         let y = qap::quotient(&qap::CpuEngine, abc, 4, qap::Orders::Reversed).unwrap();

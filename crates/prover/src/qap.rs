@@ -90,9 +90,7 @@ pub fn evaluate(
     eval_rows(&m.b, z, &mut b[..nc], "B")?;
     eval_rows(&m.c, z, &mut c[..nc], "C")?;
     if check {
-        let bad = (0..nc)
-            .into_par_iter()
-            .find_first(|&i| a[i] * b[i] != c[i]);
+        let bad = (0..nc).into_par_iter().find_first(|&i| a[i] * b[i] != c[i]);
         if let Some(i) = bad {
             return Err(Error::InvalidArgument(format!(
                 "the witness does not satisfy constraint {i} of {nc}: <A_{i}, z> * <B_{i}, z> != <C_{i}, z>"
