@@ -262,7 +262,7 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
-    let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x6b65_79);
+    let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);
     let pk = random_key(
         w.num_inputs,
         w.full_assignment.len() - w.num_inputs,
