@@ -303,13 +303,34 @@ fn batch_of_partitions() {
         ws[1].job(rs[2].0, rs[2].1),
         ws[2].job(rs[3].0, rs[3].1),
     ];
-    let out = prover.prove_batch(&jobs);
+    for pipelined in [false, true] {
+        let out = prover.prove_batch_with(&jobs, pipelined);
+        assert_eq!(out.len(), 4);
+        assert!(matches!(out[1], Err(Error::InvalidArgument(_))));
+        for (i, w) in [(0usize, &ws[0]), (2, &ws[1]), (3, &ws[2])] {
+            let (p, _) = out[i].as_ref().unwrap();
+            assert_eq!(*p, reference(&pk, w, rs[i].0, rs[i].1), "job {i}");
+            assert!(verifies(&pk, w.public_inputs(), p));
+        }
+    }
+    assert_eq!(prover.prove_batch(&jobs).len(), 4);
+    assert!(prover.prove_batch(&[]).is_empty());
+
+    // Whole circuits, synthesized in the pipeline: each proof verifies
+    // for its own public inputs.
+    let circuits: Vec<RandomCircuit> = (0..4)
+        .map(|_| RandomCircuit {
+            values_seed: rng.gen(),
+            ..base
+        })
+        .collect();
+    let out = prover.prove_circuits(circuits.clone(), &mut rng);
     assert_eq!(out.len(), 4);
-    assert!(matches!(out[1], Err(Error::InvalidArgument(_))));
-    for (i, w) in [(0usize, &ws[0]), (2, &ws[1]), (3, &ws[2])] {
-        let (p, _) = out[i].as_ref().unwrap();
-        assert_eq!(*p, reference(&pk, w, rs[i].0, rs[i].1));
-        assert!(verifies(&pk, w.public_inputs(), p));
+    for (c, o) in circuits.iter().zip(&out) {
+        let (p, t, inputs) = o.as_ref().unwrap();
+        assert_eq!(inputs.as_slice(), c.matrices().unwrap().public_inputs());
+        assert!(verifies(&pk, inputs, p));
+        assert!(t.witness_ms > 0.0);
     }
 }
 

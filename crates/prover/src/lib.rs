@@ -283,6 +283,13 @@ fn ms(t: Instant) -> f64 {
 /// are the identity (variables whose QAP polynomial is zero).
 const SPARSE_DIVISOR: usize = 8;
 
+/// A proof after its CPU stage.
+struct Prepared {
+    log_n: u32,
+    abc: [Vec<Fr>; 3],
+    timings: ProofTimings,
+}
+
 /// One query of the key as the MSMs use it: the indices of its non-identity
 /// bases when skipping the rest pays, the compacted bases on the host (CPU
 /// path) or all of them on the device (GPU path).
@@ -552,17 +559,98 @@ impl Prover {
     /// Proofs of several partitions (witnesses of circuits of this key), one
     /// result each, in order: a failing job does not stop the others.
     ///
-    /// Runs the jobs one after another. Where overlap would go: on a GPU,
-    /// the CPU's evaluation of `A z, B z, C z` for job i+1 and the host
-    /// gathers of its scalars can run while job i's NTTs and MSMs occupy the
-    /// device (two stages of a pipeline, one thread each), and the G2 MSM
-    /// can run on the CPU (blst) while the GPU does the G1 MSMs; with two
-    /// provers sharing one `DeviceMemory` budget, two workers per GPU get
-    /// that overlap from the device's own scheduling.
+    /// On the GPU the jobs run as a two-stage pipeline (see
+    /// [`Prover::prove_batch_with`]); on the CPU one after another.
     pub fn prove_batch(&self, jobs: &[ProofJob<'_>]) -> Vec<Result<(Proof, ProofTimings)>> {
-        let span = tracing::info_span!(target: "cuzk_prover", "prove_batch", jobs = jobs.len());
+        self.prove_batch_with(jobs, self.gpu.is_some())
+    }
+
+    /// [`Prover::prove_batch`], pipelined or not. Pipelined, a second thread
+    /// checks and evaluates `A z, B z, C z` of job i+1 (CPU work) while this
+    /// one runs job i's NTTs, MSMs and assembly (GPU work); at most three
+    /// jobs' evaluations are held at once. Further overlap, not done here:
+    /// the G2 MSM on the CPU (blst) while the GPU does the G1 MSMs, and
+    /// uploads from pinned buffers on a second stream; two provers sharing
+    /// one `DeviceMemory` (two workers per GPU) overlap whole proofs.
+    pub fn prove_batch_with(
+        &self,
+        jobs: &[ProofJob<'_>],
+        pipelined: bool,
+    ) -> Vec<Result<(Proof, ProofTimings)>> {
+        let span =
+            tracing::info_span!(target: "cuzk_prover", "prove_batch", jobs = jobs.len(), pipelined);
         let _g = span.enter();
-        jobs.iter().map(|j| self.prove_job(j)).collect()
+        if !pipelined || jobs.len() < 2 {
+            return jobs.iter().map(|j| self.prove_job(j)).collect();
+        }
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Prepared>>(1);
+            scope.spawn(move || {
+                for j in jobs {
+                    if tx.send(self.prepare(j)).is_err() {
+                        break;
+                    }
+                }
+            });
+            jobs.iter()
+                .map(|j| {
+                    let prepared = rx.recv().map_err(|_| {
+                        Error::Internal("the batch's preparing thread stopped early".into())
+                    })??;
+                    let (p, t) = self.finish(j, prepared)?;
+                    t.emit(self.backend_name());
+                    Ok((p, t))
+                })
+                .collect()
+        })
+    }
+
+    /// Synthesizes and proves several circuits of this key (partitions),
+    /// one result each, in order, with the proof's public inputs: a second
+    /// thread synthesizes and evaluates circuit i+1 while this one proves
+    /// circuit i. r and s of each proof are drawn from `rng` up front.
+    pub fn prove_circuits<C, R>(
+        &self,
+        circuits: Vec<C>,
+        rng: &mut R,
+    ) -> Vec<Result<(Proof, ProofTimings, Vec<Fr>)>>
+    where
+        C: ConstraintSynthesizer<Fr> + Send,
+        R: rand::RngCore,
+    {
+        let rs: Vec<(Fr, Fr)> = circuits
+            .iter()
+            .map(|_| (Fr::rand(rng), Fr::rand(rng)))
+            .collect();
+        let n = circuits.len();
+        let check = self.check_witness;
+        let rs = &rs;
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Synthesized, Prepared)>>(1);
+            scope.spawn(move || {
+                for (c, &(r, s)) in circuits.into_iter().zip(rs) {
+                    let out = synthesize(c, check).and_then(|w| {
+                        let mut p = self.prepare(&w.job(r, s))?;
+                        p.timings.witness_ms = w.synthesis_ms;
+                        Ok((w, p))
+                    });
+                    if tx.send(out).is_err() {
+                        break;
+                    }
+                }
+            });
+            rs.iter()
+                .take(n)
+                .map(|&(r, s)| {
+                    let (w, prepared) = rx.recv().map_err(|_| {
+                        Error::Internal("the batch's synthesis thread stopped early".into())
+                    })??;
+                    let (p, t) = self.finish(&w.job(r, s), prepared)?;
+                    t.emit(self.backend_name());
+                    Ok((p, t, w.public_inputs().to_vec()))
+                })
+                .collect()
+        })
     }
 
     fn backend_name(&self) -> &'static str {
@@ -627,18 +715,46 @@ impl Prover {
     }
 
     fn prove_job_inner(&self, job: &ProofJob<'_>) -> Result<(Proof, ProofTimings)> {
+        let prepared = self.prepare(job)?;
+        self.finish(job, prepared)
+    }
+
+    /// The CPU stage of a proof: checks the job against the key and
+    /// evaluates `A z`, `B z`, `C z`.
+    fn prepare(&self, job: &ProofJob<'_>) -> Result<Prepared> {
+        let log_n = self.check_job(job)?;
+        let t0 = Instant::now();
+        let abc = qap::evaluate(
+            job.matrices,
+            job.full_assignment,
+            job.num_inputs,
+            log_n,
+            self.check_witness,
+        )?;
+        Ok(Prepared {
+            log_n,
+            abc,
+            timings: ProofTimings {
+                eval_ms: ms(t0),
+                ..ProofTimings::default()
+            },
+        })
+    }
+
+    /// The device stage of a proof (on the CPU path, the CPU's): H, the
+    /// MSMs, the assembly.
+    fn finish(&self, job: &ProofJob<'_>, prepared: Prepared) -> Result<(Proof, ProofTimings)> {
         let span =
             tracing::debug_span!(target: "cuzk_prover", "prove", backend = self.backend_name());
         let _g = span.enter();
-        let log_n = self.check_job(job)?;
-        let mut t = ProofTimings::default();
+        let Prepared {
+            log_n,
+            abc,
+            timings: mut t,
+        } = prepared;
         let pk = &self.pk;
         let z = job.full_assignment;
         let (r, s) = (job.r, job.s);
-
-        let t0 = Instant::now();
-        let abc = qap::evaluate(job.matrices, z, job.num_inputs, log_n, self.check_witness)?;
-        t.eval_ms = ms(t0);
 
         let t0 = Instant::now();
         let h = match &self.gpu {
