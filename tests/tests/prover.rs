@@ -382,3 +382,46 @@ fn backend_choice() {
     assert_eq!(p.backend(), want);
     assert_eq!(Prover::cpu(pk).unwrap().backend(), Backend::Cpu);
 }
+
+/// On a GPU: with every 7th device allocation failing, each proof of a
+/// batch either equals the CPU path's or is an out-of-memory error, the
+/// device stays usable (all succeed once injection stops), and every byte
+/// is returned when the prover is dropped.
+#[test]
+fn gpu_injected_failures() {
+    let Some(dev) = gpu_or_skip("gpu_injected_failures") else {
+        return;
+    };
+    let mut rng = rng("gpu_injected_failures");
+    let c = RandomCircuit::fill_domain(10, 2, 5, rng.gen());
+    let pk = setup(c, &mut rng);
+    let w = c.matrices().unwrap();
+    let mem = cuzk_alloc::DeviceMemory::from_env(dev).unwrap();
+    let gpu = Prover::with_memory(pk.clone(), mem.clone()).unwrap();
+    let cpu = Prover::cpu(pk).unwrap();
+    let rs: Vec<(Fr, Fr)> = (0..20)
+        .map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng)))
+        .collect();
+    let jobs: Vec<_> = rs.iter().map(|&(r, s)| w.job(r, s)).collect();
+    mem.inject_failures(7);
+    let out = gpu.prove_batch(&jobs);
+    mem.inject_failures(0);
+    let mut failed = 0;
+    for (j, o) in jobs.iter().zip(&out) {
+        match o {
+            Ok((p, _)) => assert_eq!(*p, cpu.prove_job(j).unwrap().0),
+            Err(Error::OutOfMemory(_)) => failed += 1,
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    report(&format!(
+        "gpu_injected_failures: {failed} of {} proofs failed",
+        jobs.len()
+    ));
+    assert!(failed > 0);
+    for (j, o) in jobs.iter().zip(gpu.prove_batch(&jobs)) {
+        assert_eq!(o.unwrap().0, cpu.prove_job(j).unwrap().0);
+    }
+    drop(gpu);
+    mem.check_all_returned().unwrap();
+}
