@@ -1,0 +1,328 @@
+//! Proves a real or a synthetic circuit with cuzk-prover and prints the
+//! stage times.
+//!
+//! ```text
+//! cargo run --release -p cuzk-prover --example prove -- --circuit sha256 --log-constraints 16
+//! cargo run --release -p cuzk-prover --example prove -- --circuit synthetic --log-constraints 24
+//! ```
+//!
+//! - `sha256`: a chain of SHA-256 hashes of 32 bytes (one compression each,
+//!   ark-crypto-primitives' R1CS gadget), as many as fit 2^k constraints;
+//!   the final digest is public. Setup by ark-groth16 (the key is cached
+//!   under `target/cuzk-keys/`); each proof is verified by ark-groth16.
+//! - `synthetic`: a random R1CS filling 2^k (matrices built directly) and a
+//!   key of random points (fast setup): proofs are timed, not verified.
+//!
+//! The GPU is used when there is one (`--cpu` forces the CPU). Set
+//! `RUST_LOG=cuzk_prover=info` for the prover's own tracing.
+
+use anyhow::{bail, Context, Result};
+use ark_bls12_381::{Bls12_381, Fr};
+use ark_crypto_primitives::crh::sha256::{constraints::Sha256Gadget, Sha256};
+use ark_crypto_primitives::crh::CRHScheme;
+use ark_ff::{ToConstraintField, UniformRand};
+use ark_groth16::Groth16;
+use ark_r1cs_std::{eq::EqGadget, uint8::UInt8};
+use ark_relations::gr1cs::{
+    ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, OptimizationGoal, SynthesisError,
+    SynthesisMode,
+};
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+use clap::{Parser, ValueEnum};
+use cuzk_prover::synthetic::{random_key, RandomCircuit};
+use cuzk_prover::{ProofTimings, Prover, ProvingKey};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CircuitKind {
+    /// A chain of SHA-256 compressions (verified proofs).
+    Sha256,
+    /// A random R1CS with a random-point key (timed, not verified).
+    Synthetic,
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "Groth16 proofs over BLS12-381 with cuzk-prover")]
+struct Args {
+    /// Which circuit.
+    #[arg(long, value_enum, default_value = "sha256")]
+    circuit: CircuitKind,
+    /// The circuit fills a domain of 2^k (constraints plus public inputs).
+    #[arg(long, default_value_t = 16)]
+    log_constraints: u32,
+    /// How many proofs (the first includes one-time costs on the GPU).
+    #[arg(long, default_value_t = 2)]
+    proofs: usize,
+    /// Prove on the CPU even when a GPU is present.
+    #[arg(long)]
+    cpu: bool,
+    /// Seed of the inputs, the key (synthetic) and r, s.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where proving keys are cached.
+    #[arg(long)]
+    keys_dir: Option<PathBuf>,
+    /// Check the witness satisfies the constraints before proving.
+    #[arg(long)]
+    check_witness: bool,
+    /// sha256: prove the proofs as one batch of partitions (different
+    /// preimages), synthesis of the next overlapping the current proof.
+    #[arg(long)]
+    batch: bool,
+}
+
+/// `rounds` SHA-256 hashes chained from a 32-byte secret preimage; the final
+/// digest is the public input (packed into field elements).
+#[derive(Clone)]
+struct Sha256Chain {
+    preimage: [u8; 32],
+    rounds: usize,
+}
+
+impl Sha256Chain {
+    fn digest(&self) -> Vec<u8> {
+        let mut cur = self.preimage.to_vec();
+        for _ in 0..self.rounds {
+            cur = Sha256::evaluate(&(), cur.as_slice()).expect("sha256");
+        }
+        cur
+    }
+
+    fn public_inputs(&self) -> Vec<Fr> {
+        ToConstraintField::<Fr>::to_field_elements(self.digest().as_slice()).expect("packing")
+    }
+
+    /// Constraints of the circuit, counted by a setup-mode synthesis.
+    fn count(&self) -> Result<(usize, usize)> {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_optimization_goal(OptimizationGoal::Constraints);
+        cs.set_mode(SynthesisMode::Setup);
+        self.clone().generate_constraints(cs.clone())?;
+        cs.finalize();
+        Ok((cs.num_constraints(), cs.num_instance_variables()))
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for Sha256Chain {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        let expected = self.digest();
+        let mut cur = UInt8::new_witness_vec(cs.clone(), &self.preimage)?;
+        for _ in 0..self.rounds {
+            cur = Sha256Gadget::digest(&cur)?.0;
+        }
+        let out = UInt8::new_input_vec(cs, &expected)?;
+        cur.enforce_equal(&out)?;
+        Ok(())
+    }
+}
+
+fn keys_dir(args: &Args) -> PathBuf {
+    args.keys_dir.clone().unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        target.join("cuzk-keys")
+    })
+}
+
+fn load_or_setup(path: &PathBuf, setup: impl FnOnce() -> Result<ProvingKey>) -> Result<ProvingKey> {
+    if let Ok(bytes) = std::fs::read(path) {
+        let t = Instant::now();
+        // Our own cache: trusted, so unchecked (no subgroup checks).
+        match ProvingKey::deserialize_uncompressed_unchecked(bytes.as_slice()) {
+            Ok(pk) => {
+                println!(
+                    "key: loaded {} ({:.1} MiB) in {:.2} s",
+                    path.display(),
+                    bytes.len() as f64 / (1 << 20) as f64,
+                    t.elapsed().as_secs_f64()
+                );
+                return Ok(pk);
+            }
+            Err(e) => println!("key: cache {} unreadable ({e}); setting up", path.display()),
+        }
+    }
+    let t = Instant::now();
+    let pk = setup()?;
+    println!("key: setup in {:.2} s", t.elapsed().as_secs_f64());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut bytes = Vec::new();
+    pk.serialize_uncompressed(&mut bytes)?;
+    std::fs::write(path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+    println!("key: cached at {}", path.display());
+    Ok(pk)
+}
+
+fn print_timings(i: usize, t: &ProofTimings, wall_s: Option<f64>) {
+    let wall = wall_s.map_or("(pipelined)".to_string(), |w| format!("{w:.3} s"));
+    println!(
+        "proof {i}: {wall}  witness {:.1} ms | eval {:.1} | H (NTT) {:.1} | MSM A {:.1} | \
+         B G2 {:.1} | B G1 {:.1} | H {:.1} | L {:.1} | assembly {:.1} (ms)",
+        t.witness_ms,
+        t.eval_ms,
+        t.h_ntt_ms,
+        t.msm_a_ms,
+        t.msm_b_g2_ms,
+        t.msm_b_g1_ms,
+        t.msm_h_ms,
+        t.msm_l_ms,
+        t.assembly_ms
+    );
+}
+
+fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
+    let t = Instant::now();
+    let p = if args.cpu {
+        Prover::cpu(pk)?
+    } else {
+        Prover::new(pk)?
+    }
+    .with_check_witness(args.check_witness);
+    println!(
+        "prover: {:?} backend, ready in {:.2} s",
+        p.backend(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(p)
+}
+
+fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
+    let k = args.log_constraints;
+    let target = 1usize << k;
+    let mut preimage = [0u8; 32];
+    rng.fill_bytes(&mut preimage);
+    let one = Sha256Chain {
+        preimage,
+        rounds: 1,
+    }
+    .count()?;
+    let two = Sha256Chain {
+        preimage,
+        rounds: 2,
+    }
+    .count()?;
+    let per = two.0 - one.0;
+    let base = one.0 - per;
+    let inputs = one.1;
+    if base + per + inputs > target {
+        bail!(
+            "one SHA-256 compression needs {} constraints: use --log-constraints {} or more",
+            base + per + inputs,
+            (base + per + inputs).next_power_of_two().trailing_zeros()
+        );
+    }
+    let rounds = (target - base - inputs) / per;
+    let circuit = Sha256Chain { preimage, rounds };
+    println!(
+        "circuit: sha256 chain of {rounds} compressions, {} constraints ({per} a compression), \
+         {} public inputs, domain 2^{k}",
+        base + rounds * per,
+        inputs - 1
+    );
+    let path = keys_dir(args).join(format!("sha256-chain-{rounds}.pk"));
+    let pk = load_or_setup(&path, || {
+        let mut srng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x5e70);
+        Ok(
+            Groth16::<Bls12_381>::generate_random_parameters_with_reduction(
+                circuit.clone(),
+                &mut srng,
+            )?,
+        )
+    })?;
+    let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
+    let prover = make_prover(args, pk)?;
+    if args.batch {
+        let parts: Vec<Sha256Chain> = (0..args.proofs)
+            .map(|_| {
+                let mut preimage = [0u8; 32];
+                rng.fill_bytes(&mut preimage);
+                Sha256Chain { preimage, rounds }
+            })
+            .collect();
+        let t = Instant::now();
+        let out = prover.prove_circuits(parts.clone(), rng);
+        let wall = t.elapsed().as_secs_f64();
+        for (i, (part, o)) in parts.iter().zip(out).enumerate() {
+            let (proof, timings, inputs) = o?;
+            print_timings(i, &timings, None);
+            if inputs != part.public_inputs()
+                || !Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs)?
+            {
+                bail!("partition {i} does not verify");
+            }
+        }
+        println!(
+            "batch: {} partitions in {wall:.3} s ({:.3} s a proof), all verified by ark-groth16",
+            parts.len(),
+            wall / parts.len().max(1) as f64
+        );
+        return Ok(());
+    }
+    let inputs = circuit.public_inputs();
+    for i in 0..args.proofs {
+        let t = Instant::now();
+        let (proof, timings) = prover.prove_timed(circuit.clone(), rng)?;
+        print_timings(i, &timings, Some(t.elapsed().as_secs_f64()));
+        let t = Instant::now();
+        let ok = Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs)?;
+        println!(
+            "proof {i}: ark-groth16 verify: {} ({:.1} ms)",
+            if ok { "OK" } else { "FAILED" },
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        if !ok {
+            bail!("proof {i} does not verify");
+        }
+    }
+    Ok(())
+}
+
+fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
+    let k = args.log_constraints;
+    let c = RandomCircuit::fill_domain(k, 8, 0, args.seed);
+    let t = Instant::now();
+    let w = c.matrices()?;
+    println!(
+        "circuit: synthetic, {} constraints, {} variables, domain 2^{k}, built in {:.2} s",
+        w.matrices.num_constraints,
+        w.full_assignment.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
+    let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);
+    let pk = random_key(
+        w.num_inputs,
+        w.full_assignment.len() - w.num_inputs,
+        w.matrices.num_constraints,
+        &mut krng,
+    )?;
+    println!(
+        "key: random points, made in {:.2} s (proofs are timed, not verified)",
+        t.elapsed().as_secs_f64()
+    );
+    let prover = make_prover(args, pk)?;
+    for i in 0..args.proofs {
+        let job = w.job(Fr::rand(rng), Fr::rand(rng));
+        let t = Instant::now();
+        let (_proof, timings) = prover.prove_job(&job)?;
+        print_timings(i, &timings, Some(t.elapsed().as_secs_f64()));
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let args = Args::parse();
+    let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+    match args.circuit {
+        CircuitKind::Sha256 => sha256(&args, &mut rng),
+        CircuitKind::Synthetic => synthetic(&args, &mut rng),
+    }
+}

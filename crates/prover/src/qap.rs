@@ -1,0 +1,252 @@
+//! The witness side of Groth16's QAP (libsnark's reduction, as ark-groth16's
+//! `LibsnarkReduction` computes it): the evaluations `A z`, `B z`, `C z` of
+//! the constraint matrices on the full assignment, and the coefficients of
+//! `H = (A B - C) / Z` through NTTs on the default coset.
+
+use crate::{ConstraintMatrices, Error, Fr, Result};
+use ark_ff::{AdditiveGroup, Field};
+use ark_relations::gr1cs::Matrix;
+use cuzk_alloc::{DeviceBuffer, Strategy};
+use cuzk_ntt::{GpuNtt, NttOptions, Order};
+use rayon::prelude::*;
+
+/// Size exponent of the evaluation domain for `num_constraints` constraints
+/// and `num_inputs` instance variables (including the constant one): the
+/// smallest power of two holding both, as ark-poly's radix-2 domain picks.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] beyond 2^32 (Fr's two-adicity).
+pub fn domain_log_size(num_constraints: usize, num_inputs: usize) -> Result<u32> {
+    let m = num_constraints
+        .checked_add(num_inputs)
+        .and_then(|m| m.max(1).checked_next_power_of_two())
+        .ok_or_else(|| Error::InvalidArgument("domain size overflows usize".into()))?;
+    let log_n = m.trailing_zeros();
+    if log_n > cuzk_ntt::MAX_LOG_N {
+        return Err(Error::InvalidArgument(format!(
+            "{num_constraints} constraints and {num_inputs} inputs need a domain of 2^{log_n}, \
+             more than Fr's 2^{} roots of unity",
+            cuzk_ntt::MAX_LOG_N
+        )));
+    }
+    Ok(log_n)
+}
+
+/// `out[i] = <row i of m, z>` for every row, in parallel.
+fn eval_rows(m: &Matrix<Fr>, z: &[Fr], out: &mut [Fr], name: &str) -> Result<()> {
+    out.par_iter_mut()
+        .zip(m.par_iter())
+        .enumerate()
+        .try_for_each(|(i, (o, row))| {
+            let mut acc = Fr::ZERO;
+            for &(coeff, col) in row {
+                let v = z.get(col).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "matrix {name}, constraint {i}: column {col} is past the assignment's {} \
+                         variables; the matrices and the assignment come from different circuits",
+                        z.len()
+                    ))
+                })?;
+                if coeff == Fr::ONE {
+                    acc += v;
+                } else {
+                    acc += *v * coeff;
+                }
+            }
+            *o = acc;
+            Ok(())
+        })
+}
+
+/// The three evaluation vectors of 2^log_n elements each: `a`, `b`, `c` hold
+/// `A z`, `B z`, `C z` on the constraints; `a` also holds the instance
+/// variables after them (the input-consistency rows libsnark's reduction
+/// adds); the rest is zero.
+///
+/// With `check`, a row where `a * b != c` is an [`Error::InvalidArgument`].
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a column past the assignment or, with
+/// `check`, an unsatisfied constraint.
+pub fn evaluate(
+    m: &ConstraintMatrices,
+    z: &[Fr],
+    num_inputs: usize,
+    log_n: u32,
+    check: bool,
+) -> Result<[Vec<Fr>; 3]> {
+    let n = 1usize << log_n;
+    let nc = m.num_constraints;
+    if nc + num_inputs > n || num_inputs > z.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{nc} constraints and {num_inputs} inputs do not fit a domain of {n} with {} variables",
+            z.len()
+        )));
+    }
+    let mut a = vec![Fr::ZERO; n];
+    let mut b = vec![Fr::ZERO; n];
+    let mut c = vec![Fr::ZERO; n];
+    eval_rows(&m.a, z, &mut a[..nc], "A")?;
+    eval_rows(&m.b, z, &mut b[..nc], "B")?;
+    eval_rows(&m.c, z, &mut c[..nc], "C")?;
+    if check {
+        let bad = (0..nc).into_par_iter().find_first(|&i| a[i] * b[i] != c[i]);
+        if let Some(i) = bad {
+            return Err(Error::InvalidArgument(format!(
+                "the witness does not satisfy constraint {i} of {nc}: <A_{i}, z> * <B_{i}, z> != <C_{i}, z>"
+            )));
+        }
+    }
+    a[nc..nc + num_inputs].copy_from_slice(&z[..num_inputs]);
+    Ok([a, b, c])
+}
+
+/// The orders the quotient's transforms use. `Natural` keeps every vector in
+/// natural order (the CPU's choice: ark-poly works in natural order);
+/// `Reversed` leaves the coset evaluations bit-reversed (the quotient is
+/// element-wise, so order does not matter there), which saves the GPU two
+/// bit-reversal passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Orders {
+    /// Natural order throughout.
+    Natural,
+    /// Coset evaluations in bit-reversed order.
+    Reversed,
+}
+
+/// Where the quotient's transforms run: host vectors (CPU) or device buffers
+/// (GPU), with the same sequence of steps.
+pub trait QuotientEngine {
+    /// A vector of 2^log_n elements where this engine keeps it.
+    type Buf;
+    /// Moves a host vector to the engine.
+    ///
+    /// # Errors
+    /// Out of memory, CUDA errors.
+    fn load(&self, v: Vec<Fr>) -> Result<Self::Buf>;
+    /// Transforms in place.
+    ///
+    /// # Errors
+    /// As `cuzk_ntt`'s transforms.
+    fn ntt(&self, v: &mut Self::Buf, log_n: u32, opts: NttOptions) -> Result<()>;
+    /// `(a * b - c) / (g^n - 1)` element-wise, consuming the inputs.
+    ///
+    /// # Errors
+    /// As `cuzk_ntt`'s `coset_quotient`.
+    fn quotient(&self, a: Self::Buf, b: Self::Buf, c: Self::Buf, g: Fr) -> Result<Self::Buf>;
+    /// Moves the vector back to the host.
+    ///
+    /// # Errors
+    /// CUDA errors.
+    fn store(&self, v: Self::Buf) -> Result<Vec<Fr>>;
+}
+
+/// The CPU engine: `cuzk_ntt::cpu` (ark-poly) on host vectors.
+pub struct CpuEngine;
+
+impl QuotientEngine for CpuEngine {
+    type Buf = Vec<Fr>;
+    fn load(&self, v: Vec<Fr>) -> Result<Vec<Fr>> {
+        Ok(v)
+    }
+    fn ntt(&self, v: &mut Vec<Fr>, log_n: u32, opts: NttOptions) -> Result<()> {
+        cuzk_ntt::cpu::ntt(v, log_n, opts)
+    }
+    fn quotient(&self, mut a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>, g: Fr) -> Result<Vec<Fr>> {
+        let z_inv = vanishing_inverse(g, a.len())?;
+        a.par_iter_mut()
+            .zip(b.par_iter().zip(c.par_iter()))
+            .for_each(|(a, (b, c))| {
+                *a = (*a * b - c) * z_inv;
+            });
+        Ok(a)
+    }
+    fn store(&self, v: Vec<Fr>) -> Result<Vec<Fr>> {
+        Ok(v)
+    }
+}
+
+/// `1 / (g^n - 1)`, the inverse of the vanishing polynomial on the coset.
+fn vanishing_inverse(g: Fr, n: usize) -> Result<Fr> {
+    (g.pow([n as u64]) - Fr::ONE)
+        .inverse()
+        .ok_or_else(|| Error::InvalidArgument("the coset shift's n-th power is 1".into()))
+}
+
+/// The GPU engine: a [`GpuNtt`] on device buffers from its memory manager.
+pub struct GpuEngine<'a>(pub &'a GpuNtt);
+
+impl QuotientEngine for GpuEngine<'_> {
+    type Buf = DeviceBuffer<Fr>;
+    fn load(&self, v: Vec<Fr>) -> Result<DeviceBuffer<Fr>> {
+        let mut d = self
+            .0
+            .memory()
+            .alloc::<Fr>(v.len(), Strategy::Async, self.0.stream(), None)?;
+        d.copy_from_host(&v)?;
+        Ok(d)
+    }
+    fn ntt(&self, v: &mut DeviceBuffer<Fr>, log_n: u32, opts: NttOptions) -> Result<()> {
+        self.0.ntt_device(v, log_n, opts)
+    }
+    fn quotient(
+        &self,
+        a: DeviceBuffer<Fr>,
+        b: DeviceBuffer<Fr>,
+        c: DeviceBuffer<Fr>,
+        g: Fr,
+    ) -> Result<DeviceBuffer<Fr>> {
+        let mut out =
+            self.0
+                .memory()
+                .alloc::<Fr>(a.len(), Strategy::Async, self.0.stream(), None)?;
+        self.0.coset_quotient(&a, &b, &c, &mut out, g)?;
+        Ok(out)
+    }
+    fn store(&self, v: DeviceBuffer<Fr>) -> Result<Vec<Fr>> {
+        self.0.stream().synchronize()?;
+        let mut h = vec![Fr::ZERO; v.len()];
+        v.copy_to_host(&mut h)?;
+        Ok(h)
+    }
+}
+
+/// The coefficients of `H = (A B - C) / Z` (2^log_n of them; the last is
+/// zero for a satisfied system) from the evaluations `[a, b, c]` on the
+/// domain: inverse NTT, forward NTT on the default coset, the quotient
+/// there, inverse NTT on the coset.
+///
+/// # Errors
+/// The engine's errors.
+pub fn quotient<E: QuotientEngine>(
+    engine: &E,
+    abc: [Vec<Fr>; 3],
+    log_n: u32,
+    orders: Orders,
+) -> Result<Vec<Fr>> {
+    let (fwd, back) = match orders {
+        Orders::Natural => (Order::NN, Order::NN),
+        Orders::Reversed => (Order::NR, Order::RN),
+    };
+    let mut coset = Vec::with_capacity(3);
+    for v in abc {
+        let mut d = engine.load(v)?;
+        engine.ntt(&mut d, log_n, NttOptions::inverse())?;
+        engine.ntt(
+            &mut d,
+            log_n,
+            NttOptions::forward().on_default_coset().with_order(fwd),
+        )?;
+        coset.push(d);
+    }
+    let c = coset.pop().expect("three vectors");
+    let b = coset.pop().expect("three vectors");
+    let a = coset.pop().expect("three vectors");
+    let mut h = engine.quotient(a, b, c, <Fr as ark_ff::FftField>::GENERATOR)?;
+    engine.ntt(
+        &mut h,
+        log_n,
+        NttOptions::inverse().on_default_coset().with_order(back),
+    )?;
+    engine.store(h)
+}

@@ -1,0 +1,350 @@
+//! Synthetic R1CS for tests and benchmarks: a random satisfiable circuit
+//! ([`RandomCircuit`]: multiplications, additions with constants, zero
+//! coefficients, empty rows, public inputs, unused variables) that
+//! ark-relations can synthesize or that builds its matrices directly
+//! ([`RandomCircuit::matrices`], fast at 2^24 constraints), and a proving
+//! key of random points of the right shape ([`random_key`]: proofs against
+//! it time the prover but do not verify).
+
+use crate::{qap, ConstraintMatrices, Error, Fr, ProvingKey, Result, Synthesized};
+use ark_bls12_381::{G1Projective, G2Projective};
+use ark_ec::CurveGroup;
+use ark_ff::{AdditiveGroup, Field, UniformRand};
+use ark_relations::gr1cs::{
+    ConstraintSynthesizer, ConstraintSystemRef, LinearCombination, SynthesisError, Variable,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// A variable of the synthetic circuit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Var {
+    One,
+    Input(usize),
+    Witness(usize),
+}
+
+type Lc = Vec<(Fr, Var)>;
+
+/// Receives the circuit: variables (inputs all first) and constraints.
+trait Sink {
+    fn input(&mut self, v: Fr) -> Result<()>;
+    fn witness(&mut self, v: Fr) -> Result<()>;
+    fn constraint(&mut self, a: Lc, b: Lc, c: Lc) -> Result<()>;
+}
+
+/// A random satisfiable R1CS circuit, determined by its fields (`seed`
+/// included): the same structure in setup and prove mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RandomCircuit {
+    /// Public inputs (besides the constant one).
+    pub num_inputs: usize,
+    /// Constraints.
+    pub num_constraints: usize,
+    /// Witness variables allocated but never constrained.
+    pub num_unused: usize,
+    /// Seed of the structure (operands, coefficients): circuits of equal
+    /// sizes and seeds share one proving key.
+    pub seed: u64,
+    /// Seed of the values (public inputs, unused witnesses): partitions of
+    /// one circuit differ here.
+    pub values_seed: u64,
+}
+
+impl RandomCircuit {
+    /// The largest number of constraints whose domain (with the inputs and
+    /// the constant one) is 2^log_n.
+    pub fn fill_domain(log_n: u32, num_inputs: usize, num_unused: usize, seed: u64) -> Self {
+        RandomCircuit {
+            num_inputs,
+            num_constraints: (1usize << log_n).saturating_sub(num_inputs + 1),
+            num_unused,
+            seed,
+            values_seed: seed ^ 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+
+    /// Walks the circuit: every constraint allocates one witness (or none),
+    /// defined from earlier variables.
+    fn build(&self, sink: &mut impl Sink) -> Result<()> {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let mut vrng = StdRng::seed_from_u64(self.values_seed);
+        // Values of the variables so far, One first, for picking operands.
+        let mut vals: Vec<(Var, Fr)> = vec![(Var::One, Fr::ONE)];
+        for i in 0..self.num_inputs {
+            let v = Fr::rand(&mut vrng);
+            sink.input(v)?;
+            vals.push((Var::Input(i), v));
+        }
+        let mut nw = 0usize;
+        let coeff = |rng: &mut StdRng| -> Fr {
+            match rng.gen_range(0..4) {
+                0 => Fr::ONE,
+                1 => -Fr::ONE,
+                _ => Fr::rand(rng),
+            }
+        };
+        for _ in 0..self.num_constraints {
+            // Operands from anywhere, but mostly recent ones (a chain).
+            let pick = |rng: &mut StdRng, vals: &[(Var, Fr)]| -> (Var, Fr) {
+                let n = vals.len();
+                if rng.gen_bool(0.5) {
+                    vals[n - 1 - rng.gen_range(0..n.min(8))]
+                } else {
+                    vals[rng.gen_range(0..n)]
+                }
+            };
+            let (x, xv) = pick(&mut rng, &vals);
+            let (y, yv) = pick(&mut rng, &vals);
+            let kind = rng.gen_range(0..16);
+            if kind < 9 {
+                // (ca x [+ 0 y]) * (cb y) = (ca cb) w, w = x y
+                let (ca, cb) = (coeff(&mut rng), coeff(&mut rng));
+                let w = xv * yv;
+                sink.witness(w)?;
+                let wv = Var::Witness(nw);
+                nw += 1;
+                let mut a = vec![(ca, x)];
+                if kind == 0 {
+                    a.push((Fr::ZERO, y));
+                }
+                sink.constraint(a, vec![(cb, y)], vec![(ca * cb, wv)])?;
+                vals.push((wv, w));
+            } else if kind < 15 {
+                // (ca x + cb y + cc) * 1 = w
+                let (ca, cb, cc) = (coeff(&mut rng), coeff(&mut rng), Fr::rand(&mut rng));
+                let w = ca * xv + cb * yv + cc;
+                sink.witness(w)?;
+                let wv = Var::Witness(nw);
+                nw += 1;
+                sink.constraint(
+                    vec![(ca, x), (cb, y), (cc, Var::One)],
+                    vec![(Fr::ONE, Var::One)],
+                    vec![(Fr::ONE, wv)],
+                )?;
+                vals.push((wv, w));
+            } else {
+                // An empty row: x * 0 = 0.
+                sink.constraint(vec![(Fr::ONE, x)], vec![], vec![])?;
+            }
+        }
+        for _ in 0..self.num_unused {
+            sink.witness(Fr::rand(&mut vrng))?;
+        }
+        Ok(())
+    }
+
+    /// Matrices and full assignment built directly (no ark-relations): the
+    /// same system ark-relations synthesizes, up to the order of terms in a
+    /// row. Linear in the number of constraints.
+    ///
+    /// # Errors
+    /// None in practice (the circuit is well formed); kept for symmetry.
+    pub fn matrices(&self) -> Result<Synthesized> {
+        let t = Instant::now();
+        struct M {
+            ni: usize,
+            z: Vec<Fr>,
+            m: ConstraintMatrices,
+        }
+        impl M {
+            fn row(&self, lc: Lc) -> Vec<(Fr, usize)> {
+                lc.into_iter()
+                    .map(|(c, v)| {
+                        let j = match v {
+                            Var::One => 0,
+                            Var::Input(i) => 1 + i,
+                            Var::Witness(i) => self.ni + i,
+                        };
+                        (c, j)
+                    })
+                    .collect()
+            }
+        }
+        impl Sink for M {
+            fn input(&mut self, v: Fr) -> Result<()> {
+                self.z.push(v);
+                Ok(())
+            }
+            fn witness(&mut self, v: Fr) -> Result<()> {
+                self.z.push(v);
+                Ok(())
+            }
+            fn constraint(&mut self, a: Lc, b: Lc, c: Lc) -> Result<()> {
+                let (a, b, c) = (self.row(a), self.row(b), self.row(c));
+                self.m.a.push(a);
+                self.m.b.push(b);
+                self.m.c.push(c);
+                self.m.num_constraints += 1;
+                Ok(())
+            }
+        }
+        let mut m = M {
+            ni: self.num_inputs + 1,
+            z: vec![Fr::ONE],
+            m: ConstraintMatrices::default(),
+        };
+        self.build(&mut m)?;
+        Ok(Synthesized {
+            matrices: m.m,
+            full_assignment: m.z,
+            num_inputs: self.num_inputs + 1,
+            synthesis_ms: crate::ms(t),
+        })
+    }
+
+    /// Number of witness variables.
+    pub fn num_witness(&self) -> Result<usize> {
+        struct Count(usize);
+        impl Sink for Count {
+            fn input(&mut self, _: Fr) -> Result<()> {
+                Ok(())
+            }
+            fn witness(&mut self, _: Fr) -> Result<()> {
+                self.0 += 1;
+                Ok(())
+            }
+            fn constraint(&mut self, _: Lc, _: Lc, _: Lc) -> Result<()> {
+                Ok(())
+            }
+        }
+        let mut c = Count(0);
+        self.build(&mut c)?;
+        Ok(c.0)
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for RandomCircuit {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        struct Cs {
+            cs: ConstraintSystemRef<Fr>,
+            inputs: Vec<Variable>,
+            witnesses: Vec<Variable>,
+            err: Option<SynthesisError>,
+        }
+        impl Cs {
+            fn lc(&self, lc: Lc) -> LinearCombination<Fr> {
+                LinearCombination(
+                    lc.into_iter()
+                        .map(|(c, v)| {
+                            let var = match v {
+                                Var::One => Variable::One,
+                                Var::Input(i) => self.inputs[i],
+                                Var::Witness(i) => self.witnesses[i],
+                            };
+                            (c, var)
+                        })
+                        .collect(),
+                )
+            }
+            fn fail(&mut self, e: SynthesisError) -> Error {
+                let msg = e.to_string();
+                self.err = Some(e);
+                Error::InvalidArgument(msg)
+            }
+        }
+        impl Sink for Cs {
+            fn input(&mut self, v: Fr) -> Result<()> {
+                match self.cs.new_input_variable(|| Ok(v)) {
+                    Ok(x) => {
+                        self.inputs.push(x);
+                        Ok(())
+                    }
+                    Err(e) => Err(self.fail(e)),
+                }
+            }
+            fn witness(&mut self, v: Fr) -> Result<()> {
+                match self.cs.new_witness_variable(|| Ok(v)) {
+                    Ok(x) => {
+                        self.witnesses.push(x);
+                        Ok(())
+                    }
+                    Err(e) => Err(self.fail(e)),
+                }
+            }
+            fn constraint(&mut self, a: Lc, b: Lc, c: Lc) -> Result<()> {
+                let (a, b, c) = (self.lc(a), self.lc(b), self.lc(c));
+                match self.cs.enforce_r1cs_constraint(|| a, || b, || c) {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(self.fail(e)),
+                }
+            }
+        }
+        let mut s = Cs {
+            cs,
+            inputs: vec![],
+            witnesses: vec![],
+            err: None,
+        };
+        match self.build(&mut s) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(s.err.take().unwrap_or(SynthesisError::Unsatisfiable)),
+        }
+    }
+}
+
+/// `count` distinct pseudo-random points `start + i step` (start, step
+/// random), in parallel chunks; cheap (one addition a point).
+fn progression<G: CurveGroup + UniformRand>(count: usize, rng: &mut impl Rng) -> Vec<G::Affine>
+where
+    G::ScalarField: From<u64>,
+{
+    let start = G::rand(rng);
+    let step = G::rand(rng);
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![G::Affine::default(); count];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, c)| {
+        let mut p = start + step * G::ScalarField::from((k * CHUNK) as u64);
+        let mut proj = Vec::with_capacity(c.len());
+        for _ in 0..c.len() {
+            proj.push(p);
+            p += step;
+        }
+        c.copy_from_slice(&G::normalize_batch(&proj));
+    });
+    out
+}
+
+/// A proving key of random points shaped for `num_inputs` instance
+/// variables (the constant one included), `num_witness` witness variables
+/// and `num_constraints` constraints. Proofs against it exercise every
+/// stage of the prover at full size but do not verify.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when the domain exceeds 2^32.
+pub fn random_key(
+    num_inputs: usize,
+    num_witness: usize,
+    num_constraints: usize,
+    rng: &mut impl Rng,
+) -> Result<ProvingKey> {
+    if num_inputs == 0 {
+        return Err(Error::InvalidArgument(
+            "num_inputs counts the constant one: at least 1".into(),
+        ));
+    }
+    let log_n = qap::domain_log_size(num_constraints, num_inputs)?;
+    let nv = num_inputs + num_witness;
+    let g1 = |n: usize, rng: &mut _| progression::<G1Projective>(n, rng);
+    let g1p = |rng: &mut _| G1Projective::rand(rng).into_affine();
+    let g2p = |rng: &mut _| G2Projective::rand(rng).into_affine();
+    let vk = ark_groth16::VerifyingKey {
+        alpha_g1: g1p(rng),
+        beta_g2: g2p(rng),
+        gamma_g2: g2p(rng),
+        delta_g2: g2p(rng),
+        gamma_abc_g1: g1(num_inputs, rng),
+    };
+    Ok(ProvingKey {
+        vk,
+        beta_g1: g1p(rng),
+        delta_g1: g1p(rng),
+        a_query: g1(nv, rng),
+        b_g1_query: g1(nv, rng),
+        b_g2_query: progression::<G2Projective>(nv, rng),
+        h_query: g1((1usize << log_n) - 1, rng),
+        l_query: g1(num_witness, rng),
+    })
+}
