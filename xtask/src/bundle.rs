@@ -144,6 +144,12 @@ pub fn run_bundle(args: Args) -> Result<()> {
         &nvcc,
         &args.archs,
     )?;
+    // The prover's example (a real circuit, proved and verified).
+    let examples = build_executables(
+        &["build", "-p", "cuzk-prover", "--example", "prove"],
+        &nvcc,
+        &args.archs,
+    )?;
     let criterion = build_executables(
         &[
             "bench",
@@ -165,7 +171,7 @@ pub fn run_bundle(args: Args) -> Result<()> {
         let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
         copy_stripped(exe, &out.join("benches").join(short))?;
     }
-    for (exe, _) in &bins {
+    for (exe, _) in bins.iter().chain(&examples) {
         copy_stripped(exe, &out.join("bin").join(exe.file_name().unwrap()))?;
     }
     for (name, text) in [("run-tests", RUN_TESTS), ("run-bench", RUN_BENCH)] {
