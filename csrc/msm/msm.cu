@@ -54,8 +54,12 @@ constexpr uint32_t kInvalid = 0x80000000u;  // key flag: an empty partial
 constexpr uint32_t kChunk0 = 64;             // sorted pairs per thread, level 0
 constexpr uint32_t kChunkN = 16;             // partials per thread, later levels
 constexpr uint32_t kThreads = 128;           // threads per block, accumulation
-constexpr uint64_t kSegmentThreads = 1u << 16;  // target threads of the bucket reduction
-constexpr uint32_t kReduceGroup = 32;        // partials summed per thread in the tree sum
+// Bucket reduction: a thread takes a segment of at least kMinSegment buckets
+// (its lo * R costs about 1.5 log2(lo) point operations, against 2 a
+// bucket), more while there would be over kSegmentThreads threads.
+constexpr uint32_t kMinSegment = 16;
+constexpr uint64_t kSegmentThreads = 1u << 17;
+constexpr uint32_t kReduceGroup = 8;  // partials summed per thread in the tree sum
 
 // ---- loads and stores through 16-byte vectors ---------------------------
 
@@ -385,7 +389,7 @@ cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Pl
     p.buckets = at;
     at += align_up((uint64_t)p.windows * p.half * p.point_bytes);
     // Bucket segments: about kSegmentThreads threads in all.
-    uint64_t seg = 1;
+    uint64_t seg = kMinSegment < p.half ? kMinSegment : p.half;
     while (seg < p.half && (uint64_t)p.windows * p.half / (seg * 2) >= kSegmentThreads) seg *= 2;
     p.seg = (uint32_t)seg;
     const uint64_t segs = (uint64_t)p.windows * (p.half / p.seg);

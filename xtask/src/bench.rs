@@ -22,6 +22,10 @@ pub struct Args {
     /// Report folder (default target/cuzk-report).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Also run the msm and ntt criterion benches first and compare their
+    /// medians with the report's figures (criterion_agreement.json).
+    #[arg(long)]
+    criterion: bool,
 }
 
 /// Entry point of `cargo xtask bench`.
@@ -47,6 +51,25 @@ pub fn run_bench(args: Args) -> Result<()> {
         build.env("CUZK_NO_CUDA", "1");
     }
     run(&mut build)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| root().join("target/cuzk-report"));
+    let criterion_home = out.join("criterion");
+    if args.criterion {
+        let mut c = cargo();
+        c.args([
+            "bench", "-p", "cuzk-msm", "-p", "cuzk-ntt", "--bench", "msm", "--bench", "ntt",
+        ])
+        .env("CRITERION_HOME", &criterion_home);
+        if gpu_present() {
+            let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
+            c.env("NVCC", nvcc).args(["--features", "cuzk-field/cuda"]);
+        } else {
+            c.env("CUZK_NO_CUDA", "1");
+        }
+        run(&mut c)?;
+    }
     let mut bench = std::process::Command::new(root().join("target/release/cuzk-bench"));
     if args.quick {
         bench.arg("--quick");
@@ -57,9 +80,9 @@ pub fn run_bench(args: Args) -> Result<()> {
     if let Some(o) = &args.only {
         bench.args(["--only", o]);
     }
-    let out = args
-        .out
-        .unwrap_or_else(|| root().join("target/cuzk-report"));
+    if args.criterion {
+        bench.arg("--check-criterion").arg(&criterion_home);
+    }
     bench.arg("--out").arg(out);
     run(&mut bench)
 }

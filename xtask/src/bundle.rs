@@ -94,8 +94,19 @@ echo "$pass passed, $fail failed"
 
 const RUN_BENCH: &str = r#"#!/usr/bin/env bash
 # Runs the main job (the cuzk benchmark) from this bundle; same arguments
-# as `cargo xtask bench` (--quick, --full, --only LIST, --out DIR).
+# as `cargo xtask bench` (--quick, --full, --only LIST, --out DIR,
+# --criterion). With --criterion (first), the msm and ntt criterion benches
+# run first (results in $CRITERION_HOME, default ./criterion) and the
+# report compares its figures with theirs (criterion_agreement.json).
 cd "$(dirname "$0")"
+if [ "${1:-}" = "--criterion" ]; then
+    shift
+    export CRITERION_HOME="${CRITERION_HOME:-$PWD/criterion}"
+    for b in benches/msm benches/ntt; do
+        if [ -x "$b" ]; then "$b" --bench; fi
+    done
+    exec ./bin/cuzk-bench --check-criterion "$CRITERION_HOME" "$@"
+fi
 exec ./bin/cuzk-bench "$@"
 "#;
 

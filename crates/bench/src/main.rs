@@ -30,12 +30,18 @@ struct Args {
     /// Up to the largest sizes (NTT 2^28, G1 MSM 2^26, G2 MSM 2^24).
     #[arg(long)]
     full: bool,
-    /// Comma-separated layers to run (available: field, alloc, ntt, msm).
+    /// Comma-separated layers to run (available: field, alloc, ntt, msm, prover).
     #[arg(long)]
     only: Option<String>,
     /// Report folder.
     #[arg(long, default_value = "target/cuzk-report")]
     out: PathBuf,
+    /// A criterion output folder (CRITERION_HOME of a run of the msm and
+    /// ntt criterion benches): compare its medians with this run's figures
+    /// for the same calls, print the ratios, flag those more than 10% apart,
+    /// and write `criterion_agreement.json`.
+    #[arg(long)]
+    check_criterion: Option<PathBuf>,
 }
 
 mod report;
@@ -490,26 +496,31 @@ fn msm_curve<P: cuzk_msm::MsmCurve>(
         let name = format!("{} MSM 2^{log_n}", P::NAME);
         step(format!("bench msm: {name}"));
         let (p, s) = (&points[..n], &scalars[..n]);
-        let reps = if log_n >= 24 { 1 } else { 3 };
-        let mut want = Projective::<P>::default();
-        let ms = wall_ms(reps, || {
-            want = cuzk_msm::cpu::msm(p, s).expect("equal lengths")
-        });
-        figs.push(Figure {
-            layer: "msm",
-            name: name.clone(),
-            implementation: "blst Pippenger (CPU, all cores)",
-            elements: n,
-            median_ms: ms,
-            timing: "wall",
-        });
-        let want = want.into_affine();
+        // blst up to 2^24 (2^26 takes over a minute on 16 cores); beyond,
+        // cuzk's result is checked against sppark's (G1).
+        let mut want = None;
+        if log_n <= 24 {
+            let reps = if log_n >= 24 { 1 } else { 3 };
+            let mut r = Projective::<P>::default();
+            let ms = wall_ms(reps, || {
+                r = cuzk_msm::cpu::msm(p, s).expect("equal lengths")
+            });
+            figs.push(Figure {
+                layer: "msm",
+                name: name.clone(),
+                implementation: "blst Pippenger (CPU, all cores)",
+                elements: n,
+                median_ms: ms,
+                timing: "wall",
+            });
+            want = Some(r.into_affine());
+        }
         if log_n <= 20 {
             let mut got = Projective::<P>::default();
             let ms = wall_ms(if log_n >= 20 { 1 } else { 3 }, || {
                 got = Projective::<P>::msm(p, s).expect("equal lengths")
             });
-            if got.into_affine() != want {
+            if Some(got.into_affine()) != want {
                 eprintln!("bench msm: MISMATCH: arkworks differs from blst at {name}");
             }
             figs.push(Figure {
@@ -526,9 +537,10 @@ fn msm_curve<P: cuzk_msm::MsmCurve>(
         let fixed = g.upload_bases(p)?;
         let mut got = Projective::<P>::default();
         let ms = wall_ms(gpu_reps, || got = fixed.msm(s).expect("cuzk msm"));
-        if got.into_affine() != want {
+        if want.is_some_and(|w| w != got.into_affine()) {
             eprintln!("bench msm: MISMATCH: cuzk's GPU MSM differs from blst at {name}");
         }
+        let cuzk_result = got.into_affine();
         figs.push(Figure {
             layer: "msm",
             name: name.clone(),
@@ -554,15 +566,15 @@ fn msm_curve<P: cuzk_msm::MsmCurve>(
             let p1 = (&points as &dyn Any)
                 .downcast_ref::<Vec<G1Affine>>()
                 .context("sppark's MSM is G1 only")?;
-            let want1 = (&want as &dyn Any)
+            let ours = (&cuzk_result as &dyn Any)
                 .downcast_ref::<G1Affine>()
                 .context("sppark's MSM is G1 only")?;
             let mut got = G1Projective::default();
             let ms = wall_ms(gpu_reps, || {
                 got = cuzk_sppark_peer::msm_g1(&p1[..n], s).expect("sppark msm")
             });
-            if got.into_affine() != *want1 {
-                eprintln!("bench msm: MISMATCH: sppark's MSM differs from blst at {name}");
+            if got.into_affine() != *ours {
+                eprintln!("bench msm: MISMATCH: sppark's MSM differs from cuzk's at {name}");
             }
             figs.push(Figure {
                 layer: "msm",
@@ -574,7 +586,7 @@ fn msm_curve<P: cuzk_msm::MsmCurve>(
             });
         }
         #[cfg(not(feature = "sppark"))]
-        let _ = (sppark, name);
+        let _ = (sppark, name, cuzk_result);
     }
     Ok(())
 }
@@ -594,6 +606,173 @@ fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
     Ok(())
 }
 
+/// Groth16 proofs of a synthetic R1CS filling 2^k constraints (key of
+/// random points: timed, not verified; the prover's tests and example
+/// verify real circuits): cuzk's prover on the GPU (median of 3 proofs,
+/// with each stage's median as its own figure) and on the CPU (one proof,
+/// up to 2^20).
+fn prover_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
+    use cuzk_prover::synthetic::{random_key, RandomCircuit};
+    use cuzk_prover::{ProofTimings, Prover};
+    let logs: &[u32] = if quick {
+        &[14]
+    } else if full {
+        &[16, 20, 22]
+    } else {
+        &[16, 20]
+    };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x70726f76);
+    for &k in logs {
+        let name = format!("Groth16 proof 2^{k}");
+        step(format!("bench prover: {name}"));
+        let c = RandomCircuit::fill_domain(k, 8, 0, 7);
+        let w = c.matrices()?;
+        let pk = random_key(
+            w.num_inputs,
+            w.full_assignment.len() - w.num_inputs,
+            w.matrices.num_constraints,
+            &mut rng,
+        )?;
+        let n = w.matrices.num_constraints;
+        let job = w.job(Fr::from(3u64), Fr::from(5u64));
+        if k <= 20 {
+            let cpu = Prover::cpu(pk.clone())?;
+            let t = Instant::now();
+            cpu.prove_job(&job)?;
+            figs.push(Figure {
+                layer: "prover",
+                name: name.clone(),
+                implementation: "cuzk prover, CPU path (blst, ark-poly)",
+                elements: n,
+                median_ms: t.elapsed().as_secs_f64() * 1e3,
+                timing: "wall",
+            });
+        }
+        if gpu.is_none() {
+            continue;
+        }
+        let prover = Prover::new(pk)?;
+        let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let (_, timings) = prover.prove_job(&job)?;
+            runs.push((t.elapsed().as_secs_f64() * 1e3, timings));
+        }
+        figs.push(Figure {
+            layer: "prover",
+            name: name.clone(),
+            implementation: "cuzk prover, GPU",
+            elements: n,
+            median_ms: median(runs.iter().map(|r| r.0).collect()),
+            timing: "wall, host to host",
+        });
+        type Stage = (&'static str, fn(&ProofTimings) -> f64);
+        let stages: [Stage; 7] = [
+            ("cuzk GPU stage: H (7 NTTs + quotient)", |t| t.h_ntt_ms),
+            ("cuzk GPU stage: MSM A (G1)", |t| t.msm_a_ms),
+            ("cuzk GPU stage: MSM B (G2)", |t| t.msm_b_g2_ms),
+            ("cuzk GPU stage: MSM B (G1)", |t| t.msm_b_g1_ms),
+            ("cuzk GPU stage: MSM H (G1)", |t| t.msm_h_ms),
+            ("cuzk GPU stage: MSM L (G1)", |t| t.msm_l_ms),
+            ("cuzk GPU stage: evaluation + assembly (CPU)", |t| {
+                t.eval_ms + t.assembly_ms
+            }),
+        ];
+        for (label, get) in stages {
+            figs.push(Figure {
+                layer: "prover",
+                name: name.clone(),
+                implementation: label,
+                elements: n,
+                median_ms: median(runs.iter().map(|r| get(&r.1)).collect()),
+                timing: "wall, per stage",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Compares criterion medians (`DIR/<group>/<function>/<size>/new/estimates.json`)
+/// with the figures of this run for the same calls; returns one JSON row a
+/// pair, with `agree` false beyond 10%.
+fn criterion_agreement(figs: &[Figure], dir: &std::path::Path) -> Result<Vec<serde_json::Value>> {
+    let pairs: [(&str, &str, &str, &str); 3] = [
+        (
+            "ntt_forward",
+            "cuzk_gpu_resident_nr",
+            "NTT forward",
+            "cuzk GPU, bit-reversed out (NR)",
+        ),
+        (
+            "msm_G1",
+            "cuzk_gpu_resident",
+            "G1 MSM",
+            "cuzk GPU (resident bases, scalars copied in)",
+        ),
+        (
+            "msm_G2",
+            "cuzk_gpu_resident",
+            "G2 MSM",
+            "cuzk GPU (resident bases, scalars copied in)",
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (group, function, op, implementation) in pairs {
+        for f in figs
+            .iter()
+            .filter(|f| f.implementation == implementation && f.name.starts_with(op))
+        {
+            let Some(log) = f
+                .name
+                .rsplit("2^")
+                .next()
+                .and_then(|x| x.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let path = dir
+                .join(group)
+                .join(function)
+                .join(log.to_string())
+                .join("new/estimates.json");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let v: serde_json::Value = serde_json::from_str(&text)?;
+            let Some(ns) = v["median"]["point_estimate"].as_f64() else {
+                continue;
+            };
+            let crit_ms = ns / 1e6;
+            let ratio = f.median_ms / crit_ms;
+            let agree = (ratio - 1.0).abs() <= 0.10;
+            println!(
+                "criterion agreement: {} / {}: bench {:.3} ms, criterion {:.3} ms, ratio {:.3} {}",
+                f.name,
+                f.implementation,
+                f.median_ms,
+                crit_ms,
+                ratio,
+                if agree { "agree" } else { "DISAGREE (>10%)" }
+            );
+            rows.push(serde_json::json!({
+                "operation": f.name,
+                "implementation": f.implementation,
+                "bench_ms": f.median_ms,
+                "criterion_ms": crit_ms,
+                "ratio": ratio,
+                "agree": agree,
+            }));
+        }
+    }
+    if rows.is_empty() {
+        eprintln!(
+            "criterion agreement: no matching criterion results under {}",
+            dir.display()
+        );
+    }
+    Ok(rows)
+}
+
 fn strategy_name(s: cuzk_alloc::Strategy) -> &'static str {
     match s {
         cuzk_alloc::Strategy::Sync => "cuzk Sync (cudaMalloc)",
@@ -608,7 +787,7 @@ fn main() -> Result<()> {
     let layers: Vec<String> = args
         .only
         .as_deref()
-        .unwrap_or("field,alloc,ntt,msm")
+        .unwrap_or("field,alloc,ntt,msm,prover")
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect();
@@ -652,6 +831,15 @@ fn main() -> Result<()> {
                     5
                 }
             }
+            "prover" => {
+                if args.full {
+                    3
+                } else if args.quick {
+                    1
+                } else {
+                    2
+                }
+            }
             _ => 0,
         })
         .sum();
@@ -671,6 +859,7 @@ fn main() -> Result<()> {
             "alloc" => alloc_layer(&mut figs, gpu, args.quick)?,
             "ntt" => ntt_layer(&mut figs, gpu, args.quick, args.full)?,
             "msm" => msm_layer(&mut figs, gpu, args.quick, args.full)?,
+            "prover" => prover_layer(&mut figs, gpu, args.quick, args.full)?,
             other => eprintln!("cuzk-bench: layer `{other}` is not benchmarked yet; skipping"),
         }
     }
@@ -750,15 +939,28 @@ fn main() -> Result<()> {
         serde_json::to_string_pretty(&json)?,
     )?;
     let mut plots = Vec::new();
-    for (layer, title) in [
-        ("ntt", "NTT forward over BLS12-381 Fr"),
-        ("msm", "G1 MSM"),
-        ("alloc", "Allocation + free, by strategy"),
+    for (file, layer, prefix, title) in [
+        ("ntt", "ntt", "", "NTT forward over BLS12-381 Fr"),
+        ("msm", "msm", "G1 ", "G1 MSM"),
+        ("msm_g2", "msm", "G2 ", "G2 MSM"),
+        ("alloc", "alloc", "", "Allocation + free, by strategy"),
     ] {
-        let path = args.out.join(format!("{layer}.svg"));
-        if report::plot_svg(&figs, layer, title, &path).map_err(anyhow::Error::msg)? {
-            plots.push(format!("![{title}]({layer}.svg)"));
+        let path = args.out.join(format!("{file}.svg"));
+        let some: Vec<Figure> = figs
+            .iter()
+            .filter(|f| f.name.starts_with(prefix))
+            .cloned()
+            .collect();
+        if report::plot_svg(&some, layer, title, &path).map_err(anyhow::Error::msg)? {
+            plots.push(format!("![{title}]({file}.svg)"));
         }
+    }
+    if let Some(dir) = &args.check_criterion {
+        let rows = criterion_agreement(&figs, dir)?;
+        std::fs::write(
+            args.out.join("criterion_agreement.json"),
+            serde_json::to_string_pretty(&rows)?,
+        )?;
     }
     std::fs::write(
         args.out.join("report.md"),
