@@ -187,8 +187,8 @@ struct PartialSource {
     }
 };
 
-template <class F, class Src>
-__global__ void __launch_bounds__(kThreads)
+template <class F, class Src, int MinBlocks>
+__global__ void __launch_bounds__(kThreads, MinBlocks)
     accumulate_kernel(Src src, uint64_t len, uint32_t chunk, uint32_t c,
                       Xyzz<F>* __restrict__ buckets, uint32_t* __restrict__ out_keys,
                       Xyzz<F>* __restrict__ out_pts) {
@@ -280,6 +280,12 @@ __global__ void group_sum_kernel(const Xyzz<F>* __restrict__ in, uint64_t count,
     Xyzz<F> acc = Xyzz<F>::identity();
     for (uint32_t k = 0; k < g; ++k) acc = cuzk::xyzz_add(acc, ld(in + i * g + k));
     st(out + i, acc);
+}
+
+// CUZK_MSM_VARIANT picks a kernel variant for A/B timing (0: default).
+int msm_variant() {
+    const char* v = std::getenv("CUZK_MSM_VARIANT");
+    return v ? std::atoi(v) : 0;
 }
 
 // ---- profiling ------------------------------------------------------------
@@ -439,7 +445,12 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         int cur = 0;
         {
             PairSource<F> src{keys_out, vals_out, bases};
-            accumulate_kernel<F><<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
+            // CUZK_MSM_VARIANT=1: at most 170 registers a thread (3 blocks
+            // of 128 an SM) for G1's level 0, against 255 (2 blocks).
+            auto kernel = accumulate_kernel<F, PairSource<F>, 2>;
+            if (sizeof(F) == sizeof(Fp) && msm_variant() == 1)
+                kernel = accumulate_kernel<F, PairSource<F>, 3>;
+            kernel<<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
                 src, len, kChunk0, c, buckets, threads > 1 ? list_keys[cur] : nullptr,
                 threads > 1 ? list_pts[cur] : nullptr);
             CUZK_CUDA_TRY(cudaGetLastError());
@@ -450,7 +461,8 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
             threads = ceil_div(len, kChunkN);
             PartialSource<F> src{list_keys[cur], list_pts[cur]};
             const int next = cur ^ 1;
-            accumulate_kernel<F><<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
+            accumulate_kernel<F, PartialSource<F>, 1>
+                <<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
                 src, len, kChunkN, c, buckets, threads > 1 ? list_keys[next] : nullptr,
                 threads > 1 ? list_pts[next] : nullptr);
             CUZK_CUDA_TRY(cudaGetLastError());
