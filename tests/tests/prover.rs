@@ -620,7 +620,7 @@ fn two_workers_under_cap() {
         u64::MAX,
     )
     .unwrap();
-    let multi = MultiGpuProver::with_memories(pk.clone(), &[mem.clone()], 2).unwrap();
+    let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
     assert_eq!(
         multi.concurrent_proofs(0),
         Some(1),
@@ -676,7 +676,8 @@ fn hundred_proofs_with_injected_failures() {
     // runtime's first-use allocations (modules, library storage) happen
     // before the baseline.
     {
-        let warm = MultiGpuProver::with_memories(pk.clone(), &[mem.clone()], 2).unwrap();
+        let warm =
+            MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
         let job = w.job(Fr::rand(&mut rng), Fr::rand(&mut rng));
         let out = warm.prove_batch(&[job], None).unwrap();
         assert_eq!(out[0].as_ref().unwrap().0, cpu.prove_job(&job).unwrap().0);
@@ -685,7 +686,7 @@ fn hundred_proofs_with_injected_failures() {
     mem.check_all_returned().unwrap();
     let (free_before, total) = mem.mem_get_info().unwrap();
 
-    let multi = MultiGpuProver::with_memories(pk.clone(), &[mem.clone()], 2).unwrap();
+    let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
     let rs: Vec<(Fr, Fr)> = (0..100)
         .map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng)))
         .collect();
