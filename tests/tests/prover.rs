@@ -10,8 +10,11 @@ use ark_bls12_381::Bls12_381;
 use ark_ff::{AdditiveGroup, Field, UniformRand};
 use ark_groth16::{prepare_verifying_key, Groth16};
 use ark_snark::SNARK;
+use cuzk_alloc::{BudgetConfig, DeviceMemory};
 use cuzk_prover::synthetic::RandomCircuit;
-use cuzk_prover::{synthesize, Backend, Error, Fr, Proof, Prover, ProvingKey, Synthesized};
+use cuzk_prover::{
+    synthesize, Backend, Error, Fr, MultiGpuProver, Proof, Prover, ProvingKey, Synthesized,
+};
 use cuzk_tests::{gpu_or_skip, report, rng};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -58,6 +61,7 @@ proptest! {
     /// The proof equals ark-groth16's for the same r, s (and r = 0, s = 0).
     #[test]
     fn equals_ark_groth16(c in circuit_strategy(), seed in any::<u64>()) {
+        let _serial = serial();
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let pk = setup(c, &mut rng);
         let w = synthesize(c, true).unwrap();
@@ -93,6 +97,7 @@ proptest! {
 /// SNARK trait's `verify`), and not for other inputs.
 #[test]
 fn random_proofs_verify() {
+    let _serial = serial();
     let mut rng = rng("random_proofs_verify");
     for (ni, nc, nu) in [(0, 1, 0), (1, 3, 0), (3, 40, 5), (2, 200, 40), (5, 123, 0)] {
         let c = RandomCircuit {
@@ -121,6 +126,7 @@ fn random_proofs_verify() {
 /// the prover skips them; proofs still equal ark-groth16's and verify.
 #[test]
 fn sparse_queries() {
+    let _serial = serial();
     let mut rng = rng("sparse_queries");
     let c = RandomCircuit {
         num_inputs: 2,
@@ -154,6 +160,7 @@ fn invalid(r: cuzk_prover::Result<Proof>, what: &str) -> String {
 /// when the check is on, is an InvalidArgument naming the problem.
 #[test]
 fn mismatched_witness_errors() {
+    let _serial = serial();
     let mut rng = rng("mismatched_witness_errors");
     let c = RandomCircuit {
         num_inputs: 2,
@@ -247,6 +254,7 @@ fn unsatisfied_circuit_errors() {
             Ok(())
         }
     }
+    let _serial = serial();
     let mut rng = rng("unsatisfied_circuit_errors");
     let pk = setup_any(Bad(true), &mut rng);
     let checked = Prover::new(pk.clone()).unwrap().with_check_witness(true);
@@ -271,6 +279,7 @@ fn setup_any<C: ark_relations::gr1cs::ConstraintSynthesizer<Fr>>(
 /// partition fails alone.
 #[test]
 fn batch_of_partitions() {
+    let _serial = serial();
     let mut rng = rng("batch_of_partitions");
     let base = RandomCircuit {
         num_inputs: 3,
@@ -338,6 +347,7 @@ fn batch_of_partitions() {
 /// ark-groth16's) on circuits up to 2^12 constraints.
 #[test]
 fn gpu_matches_cpu() {
+    let _serial = serial();
     let Some(_dev) = gpu_or_skip("gpu_matches_cpu") else {
         return;
     };
@@ -364,6 +374,7 @@ fn gpu_matches_cpu() {
 /// Without a GPU, `Prover::new` falls back to the CPU.
 #[test]
 fn backend_choice() {
+    let _serial = serial();
     let mut rng = rng("backend_choice");
     let c = RandomCircuit {
         num_inputs: 1,
@@ -389,6 +400,7 @@ fn backend_choice() {
 /// is returned when the prover is dropped.
 #[test]
 fn gpu_injected_failures() {
+    let _serial = serial();
     let Some(dev) = gpu_or_skip("gpu_injected_failures") else {
         return;
     };
@@ -424,4 +436,295 @@ fn gpu_injected_failures() {
     }
     drop(gpu);
     mem.check_all_returned().unwrap();
+}
+
+/// One GPU test at a time in this file: the injected-failure test compares
+/// the device's free memory before and after, which other tests' buffers
+/// would move.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GPU.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `count` partitions of `base` (same structure, other values) and random
+/// r, s for each.
+fn partitions(
+    base: RandomCircuit,
+    count: usize,
+    rng: &mut ChaCha20Rng,
+) -> (Vec<Synthesized>, Vec<(Fr, Fr)>) {
+    let ws = (0..count)
+        .map(|_| {
+            RandomCircuit {
+                values_seed: rng.gen(),
+                ..base
+            }
+            .matrices()
+            .unwrap()
+        })
+        .collect();
+    let rs = (0..count).map(|_| (Fr::rand(rng), Fr::rand(rng))).collect();
+    (ws, rs)
+}
+
+/// Without a GPU: the multi-device prover's scheduling on CPU lanes. Each
+/// partition is proved on the lane it was assigned to (round-robin by
+/// default), results come back in input order and equal the single
+/// prover's proofs, a bad partition fails alone, and malformed
+/// configurations or assignments are InvalidArgument.
+#[test]
+fn multi_device_scheduling_cpu() {
+    let mut rng = rng("multi_device_scheduling_cpu");
+    let base = RandomCircuit {
+        num_inputs: 2,
+        num_constraints: 40,
+        num_unused: 3,
+        seed: rng.gen(),
+        values_seed: rng.gen(),
+    };
+    let pk = setup(base, &mut rng);
+    let bad_arg = |r: cuzk_prover::Result<MultiGpuProver>, what: &str| match r {
+        Err(Error::InvalidArgument(m)) => report(&format!("{what}: {m}")),
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    bad_arg(MultiGpuProver::cpu(pk.clone(), 0, 2), "no lanes");
+    bad_arg(MultiGpuProver::cpu(pk.clone(), 2, 0), "no workers");
+    bad_arg(MultiGpuProver::new(pk.clone(), &[], 2), "no devices");
+    bad_arg(MultiGpuProver::new(pk.clone(), &[0], 0), "no GPU workers");
+    bad_arg(MultiGpuProver::new(pk.clone(), &[0, 0], 2), "device twice");
+
+    let multi = MultiGpuProver::cpu(pk.clone(), 3, 2).unwrap();
+    assert_eq!(multi.devices(), vec![0, 1, 2]);
+    assert_eq!(multi.workers_per_device(), 2);
+    assert_eq!(multi.concurrent_proofs(0), Some(2));
+    assert_eq!(multi.concurrent_proofs(3), None);
+    assert!(multi.memory(0).is_none());
+    let single = Prover::cpu(pk.clone()).unwrap();
+
+    let (ws, rs) = partitions(base, 7, &mut rng);
+    let mut bad = ws[4].clone();
+    bad.full_assignment.pop();
+    let jobs: Vec<_> = (0..7)
+        .map(|i| {
+            let w = if i == 4 { &bad } else { &ws[i] };
+            w.job(rs[i].0, rs[i].1)
+        })
+        .collect();
+    let explicit = [2usize, 2, 0, 1, 2, 0, 1];
+    for assignment in [None, Some(&explicit[..])] {
+        let out = multi.prove_batch(&jobs, assignment).unwrap();
+        assert_eq!(out.len(), 7);
+        for (i, o) in out.iter().enumerate() {
+            if i == 4 {
+                assert!(matches!(o, Err(Error::InvalidArgument(_))), "{o:?}");
+                continue;
+            }
+            let (p, _, device) = o.as_ref().unwrap();
+            let lane = assignment.map_or(i % 3, |a| a[i]);
+            assert_eq!(*device, lane as i32, "job {i}");
+            assert_eq!(*p, single.prove_job(&jobs[i]).unwrap().0, "job {i}");
+            assert!(verifies(&pk, ws[i].public_inputs(), p), "job {i}");
+        }
+    }
+    for lane in 0..3 {
+        let peak = multi.peak_concurrent_proofs(lane).unwrap();
+        assert!((1..=2).contains(&peak), "lane {lane}: {peak}");
+    }
+    let wrong_len = multi.prove_batch(&jobs, Some(&[0, 1]));
+    assert!(matches!(wrong_len, Err(Error::InvalidArgument(_))));
+    let out_of_range = multi.prove_batch(&jobs, Some(&[0, 1, 2, 3, 0, 1, 2]));
+    assert!(matches!(out_of_range, Err(Error::InvalidArgument(_))));
+    assert!(multi.prove_batch(&[], None).unwrap().is_empty());
+}
+
+/// On two or more GPUs (skipped with fewer; a failure with fewer when
+/// `CUZK_REQUIRE_MULTI_GPU=1`): 8 partitions split across GPUs 0 and 1,
+/// 2 workers each, every proof made on the GPU it was assigned to, equal to
+/// the CPU prover's proof for the same r, s, and verified by ark-groth16.
+#[test]
+fn multi_gpu_partitions() {
+    let _serial = serial();
+    let Some(_dev) = gpu_or_skip("multi_gpu_partitions") else {
+        return;
+    };
+    let count = cuzk_field::gpu::device_count().unwrap_or(0);
+    if count < 2 {
+        let why = format!("multi_gpu_partitions: {count} GPU(s), the test needs 2");
+        if std::env::var("CUZK_REQUIRE_MULTI_GPU").is_ok_and(|v| v == "1") {
+            panic!("{why} and CUZK_REQUIRE_MULTI_GPU=1");
+        }
+        report(&format!(
+            "SKIPPED {why}; set CUZK_REQUIRE_MULTI_GPU=1 to make this a failure"
+        ));
+        return;
+    }
+    let mut rng = rng("multi_gpu_partitions");
+    let base = RandomCircuit::fill_domain(10, 3, 4, rng.gen());
+    let pk = setup(base, &mut rng);
+    let cpu = Prover::cpu(pk.clone()).unwrap();
+    let multi = MultiGpuProver::new(pk.clone(), &[0, 1], 2).unwrap();
+    assert_eq!(multi.devices(), vec![0, 1]);
+    assert_eq!(multi.memory(0).unwrap().device(), 0);
+    assert_eq!(multi.memory(1).unwrap().device(), 1);
+    let (ws, rs) = partitions(base, 8, &mut rng);
+    let jobs: Vec<_> = ws.iter().zip(&rs).map(|(w, &(r, s))| w.job(r, s)).collect();
+    let alternating: Vec<usize> = (0..8).map(|i| i % 2).collect();
+    let swapped: Vec<usize> = (0..8).map(|i| 1 - i % 2).collect();
+    for assignment in [&alternating, &swapped] {
+        let t = std::time::Instant::now();
+        let out = multi.prove_batch(&jobs, Some(assignment)).unwrap();
+        let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+        assert_eq!(out.len(), 8);
+        for (i, o) in out.iter().enumerate() {
+            let (p, _, device) = o.as_ref().unwrap_or_else(|e| panic!("partition {i}: {e}"));
+            assert_eq!(*device, assignment[i] as i32, "partition {i}");
+            assert_eq!(*p, cpu.prove_job(&jobs[i]).unwrap().0, "partition {i}");
+            assert!(verifies(&pk, ws[i].public_inputs(), p), "partition {i}");
+        }
+        let devices: Vec<i32> = out.iter().map(|o| o.as_ref().unwrap().2).collect();
+        report(&format!(
+            "multi_gpu_partitions: 8 partitions of 2^10 on GPUs 0 and 1 (2 workers each), \
+             devices {devices:?}, all verified, {wall_ms:.1} ms"
+        ));
+    }
+}
+
+/// On one GPU whose budget is capped to the key plus 1.5 working sets: two
+/// workers admit one proof at a time to the GPU stage, and all 6 partitions
+/// of a 2^14 circuit prove (no out-of-memory), equal the CPU prover's
+/// proofs and verify; the budget's peak stays within its limit.
+#[test]
+fn two_workers_under_cap() {
+    let _serial = serial();
+    let Some(dev) = gpu_or_skip("two_workers_under_cap") else {
+        return;
+    };
+    let mut rng = rng("two_workers_under_cap");
+    let base = RandomCircuit::fill_domain(14, 2, 3, rng.gen());
+    let pk = setup(base, &mut rng);
+    let margin = BudgetConfig::default().margin_bytes;
+    // The key's device bytes and a proof's working set, measured on an
+    // uncapped budget.
+    let (key_bytes, working_set) = {
+        let probe = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
+        let p = Prover::with_memory(pk.clone(), probe.clone()).unwrap();
+        (probe.budget().claimed_bytes(), p.working_set_bytes())
+    };
+    let cap = margin + key_bytes + working_set + working_set / 2;
+    let mem = DeviceMemory::new(
+        dev,
+        BudgetConfig {
+            margin_bytes: margin,
+            cap_bytes: Some(cap),
+        },
+        u64::MAX,
+    )
+    .unwrap();
+    let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
+    assert_eq!(
+        multi.concurrent_proofs(0),
+        Some(1),
+        "only one working set fits beside the key"
+    );
+    let cpu = Prover::cpu(pk.clone()).unwrap();
+    let (ws, rs) = partitions(base, 6, &mut rng);
+    let jobs: Vec<_> = ws.iter().zip(&rs).map(|(w, &(r, s))| w.job(r, s)).collect();
+    let out = multi.prove_batch(&jobs, None).unwrap();
+    for (i, o) in out.iter().enumerate() {
+        let (p, _, device) = o.as_ref().unwrap_or_else(|e| panic!("partition {i}: {e}"));
+        assert_eq!(*device, dev);
+        assert_eq!(*p, cpu.prove_job(&jobs[i]).unwrap().0, "partition {i}");
+        assert!(verifies(&pk, ws[i].public_inputs(), p), "partition {i}");
+    }
+    let peak = mem.budget().peak_claimed_bytes();
+    let limit = mem.budget().limit_bytes().unwrap();
+    report(&format!(
+        "two_workers_under_cap: 6 proofs of 2^14, 2 workers, cap {} (key {}, working set {}), \
+         budget limit {}, peak claimed {} (key + {}), at most {} proof(s) in the GPU stage",
+        cuzk_alloc::fmt_bytes(cap),
+        cuzk_alloc::fmt_bytes(key_bytes),
+        cuzk_alloc::fmt_bytes(working_set),
+        cuzk_alloc::fmt_bytes(limit),
+        cuzk_alloc::fmt_bytes(peak),
+        cuzk_alloc::fmt_bytes(peak.saturating_sub(key_bytes)),
+        multi.peak_concurrent_proofs(0).unwrap(),
+    ));
+    assert!(peak <= limit, "peak {peak} over the limit {limit}");
+    assert_eq!(multi.peak_concurrent_proofs(0), Some(1));
+    drop(multi);
+    mem.check_all_returned().unwrap();
+}
+
+/// On one GPU, two workers: 100 proofs with every 23rd device allocation
+/// failing; each proof equals the CPU prover's or is OutOfMemory, some of
+/// each. With injection off the next proof succeeds; once the prover is
+/// dropped every byte is returned and, after a trim, the device's free
+/// memory is within 1 MiB of what it was before the prover was built.
+#[test]
+fn hundred_proofs_with_injected_failures() {
+    let _serial = serial();
+    let Some(dev) = gpu_or_skip("hundred_proofs_with_injected_failures") else {
+        return;
+    };
+    let mut rng = rng("hundred_proofs_with_injected_failures");
+    let base = RandomCircuit::fill_domain(10, 2, 5, rng.gen());
+    let pk = setup(base, &mut rng);
+    let w = base.matrices().unwrap();
+    let cpu = Prover::cpu(pk.clone()).unwrap();
+    let mem = DeviceMemory::new(dev, BudgetConfig::from_env().unwrap(), u64::MAX).unwrap();
+    // Warm-up: one proof with a prover then dropped, so that the CUDA
+    // runtime's first-use allocations (modules, library storage) happen
+    // before the baseline.
+    {
+        let warm =
+            MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
+        let job = w.job(Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let out = warm.prove_batch(&[job], None).unwrap();
+        assert_eq!(out[0].as_ref().unwrap().0, cpu.prove_job(&job).unwrap().0);
+    }
+    mem.trim().unwrap();
+    mem.check_all_returned().unwrap();
+    let (free_before, total) = mem.mem_get_info().unwrap();
+
+    let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
+    let rs: Vec<(Fr, Fr)> = (0..100)
+        .map(|_| (Fr::rand(&mut rng), Fr::rand(&mut rng)))
+        .collect();
+    let jobs: Vec<_> = rs.iter().map(|&(r, s)| w.job(r, s)).collect();
+    mem.inject_failures(23);
+    let out = multi.prove_batch(&jobs, None).unwrap();
+    mem.inject_failures(0);
+    assert_eq!(out.len(), 100);
+    let mut failed = 0;
+    for (j, o) in jobs.iter().zip(&out) {
+        match o {
+            Ok((p, _, device)) => {
+                assert_eq!(*device, dev);
+                assert_eq!(*p, cpu.prove_job(j).unwrap().0);
+            }
+            Err(Error::OutOfMemory(_)) => failed += 1,
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    assert!(
+        failed > 0 && failed < 100,
+        "{failed} of 100 failed: want some of each"
+    );
+    let again = multi.prove_batch(&jobs[..1], None).unwrap();
+    let (p, _, _) = again[0].as_ref().expect("proves once injection stops");
+    assert_eq!(*p, cpu.prove_job(&jobs[0]).unwrap().0);
+    assert!(verifies(&pk, w.public_inputs(), p));
+    drop(multi);
+    mem.trim().unwrap();
+    mem.check_all_returned().unwrap();
+    let (free_after, _) = mem.mem_get_info().unwrap();
+    let diff = free_after.abs_diff(free_before);
+    report(&format!(
+        "hundred_proofs_with_injected_failures: {failed} of 100 proofs failed (every 23rd \
+         allocation); free memory {} before, {} after (of {}), difference {diff} bytes",
+        cuzk_alloc::fmt_bytes(free_before),
+        cuzk_alloc::fmt_bytes(free_after),
+        cuzk_alloc::fmt_bytes(total),
+    ));
+    assert!(diff <= 1 << 20, "free memory moved by {diff} bytes");
 }

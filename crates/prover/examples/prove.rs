@@ -15,6 +15,16 @@
 //!
 //! The GPU is used when there is one (`--cpu` forces the CPU). Set
 //! `RUST_LOG=cuzk_prover=info` for the prover's own tracing.
+//!
+//! `--batch` proves the proofs as one batch of partitions; with
+//! `--devices N` (GPUs 0..N) or `--workers W` (workers a GPU) above 1 it
+//! goes through `MultiGpuProver`, partitions round-robin over the GPUs, and
+//! prints the device of each proof:
+//!
+//! ```text
+//! cargo run --release -p cuzk-prover --example prove -- --circuit sha256 --log-constraints 18 \
+//!     --batch --proofs 8 --devices 2 --workers 2
+//! ```
 
 use anyhow::{bail, Context, Result};
 use ark_bls12_381::{Bls12_381, Fr};
@@ -30,7 +40,7 @@ use ark_relations::gr1cs::{
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use clap::{Parser, ValueEnum};
 use cuzk_prover::synthetic::{random_key, RandomCircuit};
-use cuzk_prover::{ProofTimings, Prover, ProvingKey};
+use cuzk_prover::{synthesize, MultiGpuProver, ProofJob, ProofTimings, Prover, ProvingKey};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::path::PathBuf;
@@ -72,6 +82,19 @@ struct Args {
     /// preimages), synthesis of the next overlapping the current proof.
     #[arg(long)]
     batch: bool,
+    /// With --batch: GPUs 0..N share the partitions (MultiGpuProver when
+    /// N > 1 or --workers > 1).
+    #[arg(long, default_value_t = 1)]
+    devices: usize,
+    /// With --batch: worker threads a GPU, sharing its memory budget.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+}
+
+impl Args {
+    fn multi(&self) -> bool {
+        self.batch && !self.cpu && (self.devices > 1 || self.workers > 1)
+    }
 }
 
 /// `rounds` SHA-256 hashes chained from a 32-byte secret preimage; the final
@@ -191,6 +214,48 @@ fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
     Ok(p)
 }
 
+fn make_multi(args: &Args, pk: ProvingKey) -> Result<MultiGpuProver> {
+    let t = Instant::now();
+    let devices: Vec<i32> = (0..args.devices as i32).collect();
+    let m = MultiGpuProver::new(pk, &devices, args.workers)?.with_check_witness(args.check_witness);
+    println!(
+        "prover: MultiGpuProver on GPUs {devices:?}, {} workers each, proofs admitted at once \
+         per GPU {:?}, ready in {:.2} s",
+        args.workers,
+        (0..devices.len())
+            .map(|l| m.concurrent_proofs(l).unwrap_or(0))
+            .collect::<Vec<_>>(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(m)
+}
+
+/// Proves `jobs` on `multi` (round-robin over its GPUs), prints each
+/// proof's device and timings, and hands the proofs back in order.
+fn multi_batch(
+    multi: &MultiGpuProver,
+    jobs: &[ProofJob<'_>],
+) -> Result<Vec<ark_groth16::Proof<Bls12_381>>> {
+    let t = Instant::now();
+    let out = multi.prove_batch(jobs, None)?;
+    let wall = t.elapsed().as_secs_f64();
+    let mut proofs = Vec::with_capacity(out.len());
+    for (i, o) in out.into_iter().enumerate() {
+        let (proof, timings, device) = o.with_context(|| format!("partition {i}"))?;
+        print!("GPU {device}: ");
+        print_timings(i, &timings, None);
+        proofs.push(proof);
+    }
+    println!(
+        "batch: {} partitions on {} GPU(s) x {} workers in {wall:.3} s ({:.3} s a proof)",
+        jobs.len(),
+        multi.devices().len(),
+        multi.workers_per_device(),
+        wall / jobs.len().max(1) as f64
+    );
+    Ok(proofs)
+}
+
 fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let k = args.log_constraints;
     let target = 1usize << k;
@@ -235,6 +300,34 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         )
     })?;
     let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
+    if args.multi() {
+        let multi = make_multi(args, pk)?;
+        let t = Instant::now();
+        let parts = (0..args.proofs)
+            .map(|_| {
+                let mut preimage = [0u8; 32];
+                rng.fill_bytes(&mut preimage);
+                synthesize(Sha256Chain { preimage, rounds }, args.check_witness)
+            })
+            .collect::<cuzk_prover::Result<Vec<_>>>()?;
+        println!(
+            "synthesis: {} partitions in {:.2} s",
+            parts.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let jobs: Vec<_> = parts
+            .iter()
+            .map(|w| w.job(Fr::rand(rng), Fr::rand(rng)))
+            .collect();
+        let proofs = multi_batch(&multi, &jobs)?;
+        for (i, (w, proof)) in parts.iter().zip(&proofs).enumerate() {
+            if !Groth16::<Bls12_381>::verify_proof(&pvk, proof, w.public_inputs())? {
+                bail!("partition {i} does not verify");
+            }
+        }
+        println!("batch: all {} proofs verified by ark-groth16", proofs.len());
+        return Ok(());
+    }
     let prover = make_prover(args, pk)?;
     if args.batch {
         let parts: Vec<Sha256Chain> = (0..args.proofs)
@@ -305,6 +398,14 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         "key: random points, made in {:.2} s (proofs are timed, not verified)",
         t.elapsed().as_secs_f64()
     );
+    if args.multi() {
+        let multi = make_multi(args, pk)?;
+        let jobs: Vec<_> = (0..args.proofs)
+            .map(|_| w.job(Fr::rand(rng), Fr::rand(rng)))
+            .collect();
+        multi_batch(&multi, &jobs)?;
+        return Ok(());
+    }
     let prover = make_prover(args, pk)?;
     for i in 0..args.proofs {
         let job = w.job(Fr::rand(rng), Fr::rand(rng));
@@ -320,6 +421,12 @@ fn main() -> Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let args = Args::parse();
+    if args.devices == 0 || args.workers == 0 {
+        bail!("--devices and --workers must be at least 1");
+    }
+    if !args.batch && (args.devices > 1 || args.workers > 1) {
+        bail!("--devices and --workers apply to --batch: add --batch");
+    }
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
     match args.circuit {
         CircuitKind::Sha256 => sha256(&args, &mut rng),

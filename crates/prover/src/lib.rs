@@ -28,8 +28,11 @@
 //! # let _ = proof; Ok(()) }
 //! ```
 
+mod multi;
 pub mod qap;
 pub mod synthetic;
+
+pub use multi::{MultiGpuProver, MultiProof, DEFAULT_GPU_WORKERS_PER_DEVICE};
 
 use ark_bls12_381::{g1, g2, Bls12_381};
 use ark_ec::short_weierstrass::{Affine, Projective};
@@ -283,6 +286,34 @@ fn ms(t: Instant) -> f64 {
 /// are the identity (variables whose QAP polynomial is zero).
 const SPARSE_DIVISOR: usize = 8;
 
+/// Bytes of a G1 point in XYZZ coordinates (four base-field elements).
+const G1_XYZZ_BYTES: u64 = 4 * 48;
+/// Bytes of a G2 point in XYZZ coordinates (four elements of Fp2).
+const G2_XYZZ_BYTES: u64 = 4 * 96;
+
+/// An over-estimate of `cuzk_msm`'s device scratch for an MSM of `n` points
+/// whose bucket points take `xyzz` bytes, every window sorted at once:
+/// follows the plan of `csrc/msm` (sort pairs twice, the partial lists,
+/// buckets, bucket segments and the tree sum's first level, each counted as
+/// large as the buckets) with CUB's sort storage bounded by `16 n + 16 MiB`.
+fn msm_scratch_estimate(n: u64, xyzz: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let align = |x: u64| (x + 255) & !255;
+    let c = u64::from(cuzk_msm::window_bits(n as usize).max(2));
+    let windows = 256u64.div_ceil(c);
+    let half = 1u64 << (c - 1);
+    let entries = n * windows;
+    let pairs = align(entries * 4);
+    let l1 = 2 * entries.div_ceil(64);
+    let l2 = 2 * l1.div_ceil(16);
+    let lists = align(l1 * 4) + align(l1 * xyzz) + align(l2 * 4) + align(l2 * xyzz);
+    let cub = 16 * n + (16 << 20);
+    let buckets = align(windows * half * xyzz);
+    (2 * pairs).max(lists) + 2 * pairs + cub + 3 * buckets
+}
+
 /// A proof after its CPU stage.
 struct Prepared {
     log_n: u32,
@@ -472,6 +503,46 @@ impl Prover {
     /// The proving key.
     pub fn proving_key(&self) -> &ProvingKey {
         &self.pk
+    }
+
+    /// An over-estimate of the device memory, in bytes, that one proof's
+    /// GPU stage claims from the budget on top of the uploaded key (the
+    /// figure depends only on the key's sizes; on the CPU path nothing is
+    /// claimed, but the figure is the same):
+    ///
+    /// - the H stage: A, B, C on the coset and the quotient, four vectors of
+    ///   2^log_n scalars (32 bytes each), plus the NTT engine's twiddle
+    ///   tables (kept by the engine after the first proof);
+    /// - plus the largest MSM of the key (A, B in G1 and G2, H, L, taken
+    ///   uncompacted): its scalars and its scratch with every window sorted
+    ///   at once, after `cuzk_msm`'s plan (window of
+    ///   `cuzk_msm::window_bits(n)` bits; CUB's sort storage bounded by 16
+    ///   bytes a point plus 16 MiB).
+    ///
+    /// The two stages do not overlap (the H buffers are freed before the
+    /// MSMs); adding them is the over-estimate. Workers reserve this much
+    /// before a proof's GPU stage ([`MultiGpuProver`]).
+    pub fn working_set_bytes(&self) -> u64 {
+        let pk = &self.pk;
+        let n = (pk.h_query.len() as u64 + 1).next_power_of_two();
+        let log_n = n.trailing_zeros();
+        // Twiddle tables: the root, its inverse and two coset shifts, each a
+        // table of 2^ceil(log_n/2) and one of 2^floor(log_n/2) powers (and
+        // n^-1); counted as six for margin.
+        let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
+        let h_stage = 4 * n * 32 + 6 * table * 32;
+        let vars = pk.a_query.len().saturating_sub(1) as u64;
+        let msm = |m: u64, xyzz: u64| m * 32 + msm_scratch_estimate(m, xyzz);
+        let msm_stage = [
+            msm(vars, G1_XYZZ_BYTES),
+            msm(vars, G2_XYZZ_BYTES),
+            msm(pk.h_query.len() as u64, G1_XYZZ_BYTES),
+            msm(pk.l_query.len() as u64, G1_XYZZ_BYTES),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        h_stage + msm_stage
     }
 
     /// Where this prover runs.

@@ -1,0 +1,470 @@
+//! Several GPUs, several workers a GPU: [`MultiGpuProver`].
+//!
+//! One lane a device: one `DeviceMemory` (so one budget), one [`Prover`]
+//! (the key uploaded once on that device) and `gpu_workers_per_device`
+//! worker threads sharing it. Partition i of a batch goes to the lane its
+//! assignment names and to no other.
+//!
+//! Workers of one lane are admitted to a proof's GPU stage through the
+//! lane's admission gate: a reservation of [`Prover::working_set_bytes`]
+//! taken with `Budget::reserve_wait` from a gate budget whose capacity is
+//! as many working sets as the device budget had room for beside the key
+//! (at least one, at most the number of workers). The gate is a budget of
+//! its own, not the device's: the NTT and MSM engines claim their buffers
+//! from the device budget as they allocate them, and a reservation of the
+//! same bytes there would count them twice. So on a card where only one
+//! working set fits beside the key, the second worker waits for the first
+//! (its CPU stage, the evaluation of `A z, B z, C z`, still overlaps the
+//! first's GPU stage), and no proof runs out of memory for want of a plan.
+
+use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result};
+use cuzk_alloc::{Budget, BudgetConfig, DeviceMemory, MemSource};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default number of worker threads a GPU (`gpu_workers_per_device`).
+pub const DEFAULT_GPU_WORKERS_PER_DEVICE: usize = 2;
+
+/// Default longest wait of a worker for admission to a GPU stage: one hour.
+const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// One partition's outcome: the proof, its timings and the device (CUDA
+/// ordinal; the lane's index for [`MultiGpuProver::cpu`]) that proved it.
+pub type MultiProof = (Proof, ProofTimings, i32);
+
+/// A gate's fixed capacity, as a budget's memory source.
+struct Capacity(u64);
+
+impl MemSource for Capacity {
+    fn mem_info(&self) -> Result<(u64, u64)> {
+        Ok((self.0, self.0))
+    }
+}
+
+/// One device: its memory, its prover, its admission gate.
+struct Lane {
+    device: i32,
+    memory: Option<Arc<DeviceMemory>>,
+    prover: Prover,
+    /// Admission to a GPU stage: `slots` reservations of `ticket` bytes.
+    gate: Budget,
+    ticket: u64,
+    slots: usize,
+}
+
+impl Lane {
+    fn new(
+        device: i32,
+        memory: Option<Arc<DeviceMemory>>,
+        prover: Prover,
+        workers: usize,
+    ) -> Result<Self> {
+        let ticket = prover.working_set_bytes().max(1);
+        let slots = match &memory {
+            Some(m) => {
+                let room = m.budget().available_bytes()? / ticket;
+                usize::try_from(room)
+                    .unwrap_or(usize::MAX)
+                    .clamp(1, workers)
+            }
+            None => workers,
+        };
+        let gate = Budget::new(
+            BudgetConfig {
+                margin_bytes: 0,
+                cap_bytes: None,
+            },
+            Box::new(Capacity(ticket * slots as u64)),
+        );
+        Ok(Lane {
+            device,
+            memory,
+            prover,
+            gate,
+            ticket,
+            slots,
+        })
+    }
+
+    /// One proof: the CPU stage, then the GPU stage once admitted.
+    fn prove(&self, job: &ProofJob<'_>, timeout: Duration) -> Result<MultiProof> {
+        let prepared = self.prover.prepare(job)?;
+        let _admitted = self.gate.reserve_wait(self.ticket, timeout)?;
+        let (proof, timings) = self.prover.finish(job, prepared)?;
+        timings.emit(self.prover.backend_name());
+        Ok((proof, timings, self.device))
+    }
+}
+
+/// Groth16 proofs of many partitions against one key on several GPUs,
+/// several workers a GPU (module docs: how workers of one GPU share its
+/// memory budget).
+///
+/// ```no_run
+/// # fn demo(pk: cuzk_prover::ProvingKey, jobs: &[cuzk_prover::ProofJob<'_>])
+/// # -> cuzk_prover::Result<()> {
+/// let multi = cuzk_prover::MultiGpuProver::new(pk, &[0, 1], 2)?;
+/// for r in multi.prove_batch(jobs, None)? {
+///     let (proof, timings, device) = r?;
+///     # let _ = (proof, timings, device);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct MultiGpuProver {
+    lanes: Vec<Lane>,
+    workers: usize,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for MultiGpuProver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiGpuProver")
+            .field("devices", &self.devices())
+            .field("workers_per_device", &self.workers)
+            .field(
+                "concurrent_proofs",
+                &self.lanes.iter().map(|l| l.slots).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+fn check_workers(workers: usize) -> Result<()> {
+    if workers == 0 {
+        return Err(Error::InvalidArgument(
+            "gpu_workers_per_device = 0: give each device at least one worker".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl MultiGpuProver {
+    /// A prover on each of `devices` (CUDA ordinals, each with a memory
+    /// budget from the environment: `CUZK_DEVICE_MEMORY_LIMIT`, ...) with
+    /// `gpu_workers_per_device` workers each.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no devices, a device named twice, zero
+    /// workers or a malformed key; [`Error::NoCudaBuild`] /
+    /// [`Error::NoDevice`] without a usable GPU; errors of a device that
+    /// fails (an ordinal out of range, out of memory for the key).
+    pub fn new(pk: ProvingKey, devices: &[i32], gpu_workers_per_device: usize) -> Result<Self> {
+        check_workers(gpu_workers_per_device)?;
+        check_devices(devices)?;
+        let memories = devices
+            .iter()
+            .map(|&d| DeviceMemory::from_env(d))
+            .collect::<Result<Vec<_>>>()?;
+        Self::with_memories(pk, &memories, gpu_workers_per_device)
+    }
+
+    /// [`MultiGpuProver::new`] on every device the CUDA runtime reports.
+    ///
+    /// # Errors
+    /// As [`MultiGpuProver::new`]; [`Error::NoDevice`] when it reports none.
+    pub fn all_devices(pk: ProvingKey, gpu_workers_per_device: usize) -> Result<Self> {
+        let n = cuzk_field::gpu::device_count()?;
+        if n == 0 {
+            return Err(Error::NoDevice("the CUDA runtime reports 0 devices".into()));
+        }
+        let devices: Vec<i32> = (0..n as i32).collect();
+        Self::new(pk, &devices, gpu_workers_per_device)
+    }
+
+    /// [`MultiGpuProver::new`] configured from the environment: the devices
+    /// in `CUZK_DEVICES` (comma-separated ordinals; default: all), the
+    /// workers a device in `CUZK_GPU_WORKERS_PER_DEVICE` (default
+    /// [`DEFAULT_GPU_WORKERS_PER_DEVICE`]).
+    ///
+    /// # Errors
+    /// As [`MultiGpuProver::new`]; [`Error::InvalidArgument`] when a
+    /// variable does not parse.
+    pub fn from_env(pk: ProvingKey) -> Result<Self> {
+        let workers = match std::env::var("CUZK_GPU_WORKERS_PER_DEVICE") {
+            Ok(v) => v.trim().parse::<usize>().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "CUZK_GPU_WORKERS_PER_DEVICE=`{v}` is not a number of workers"
+                ))
+            })?,
+            Err(_) => DEFAULT_GPU_WORKERS_PER_DEVICE,
+        };
+        match std::env::var("CUZK_DEVICES") {
+            Ok(v) => {
+                let devices = v
+                    .split(',')
+                    .map(|d| {
+                        d.trim().parse::<i32>().map_err(|_| {
+                            Error::InvalidArgument(format!(
+                                "CUZK_DEVICES=`{v}`: `{d}` is not a device ordinal"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Self::new(pk, &devices, workers)
+            }
+            Err(_) => Self::all_devices(pk, workers),
+        }
+    }
+
+    /// A prover on the device of each of `memories` (one per device: the
+    /// workers of a device share its budget), `gpu_workers_per_device`
+    /// workers each. Uploads the key once a device (keys are built on all
+    /// devices at once).
+    ///
+    /// # Errors
+    /// As [`MultiGpuProver::new`] ([`Error::InvalidArgument`] also for two
+    /// memories of one device).
+    pub fn with_memories(
+        pk: ProvingKey,
+        memories: &[Arc<DeviceMemory>],
+        gpu_workers_per_device: usize,
+    ) -> Result<Self> {
+        check_workers(gpu_workers_per_device)?;
+        let devices: Vec<i32> = memories.iter().map(|m| m.device()).collect();
+        check_devices(&devices)?;
+        let provers: Vec<Result<Prover>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = memories
+                .iter()
+                .map(|m| {
+                    let pk = pk.clone();
+                    scope.spawn(move || Prover::with_memory(pk, m.clone()))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("a key-upload thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let lanes = memories
+            .iter()
+            .zip(provers)
+            .map(|(m, p)| Lane::new(m.device(), Some(m.clone()), p?, gpu_workers_per_device))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MultiGpuProver {
+            lanes,
+            workers: gpu_workers_per_device,
+            timeout: DEFAULT_ADMISSION_TIMEOUT,
+        })
+    }
+
+    /// `lanes` CPU provers standing in for devices (lane i reports device
+    /// i), `workers_per_lane` workers each, every worker admitted at once:
+    /// the same scheduling without a GPU (tests, GPU-less machines).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero lanes, zero workers or a
+    /// malformed key.
+    pub fn cpu(pk: ProvingKey, lanes: usize, workers_per_lane: usize) -> Result<Self> {
+        check_workers(workers_per_lane)?;
+        if lanes == 0 {
+            return Err(Error::InvalidArgument(
+                "a multi-device prover of 0 lanes: give at least one".into(),
+            ));
+        }
+        let lanes = (0..lanes)
+            .map(|i| {
+                let prover = Prover::cpu(pk.clone())?;
+                Lane::new(i as i32, None, prover, workers_per_lane)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MultiGpuProver {
+            lanes,
+            workers: workers_per_lane,
+            timeout: DEFAULT_ADMISSION_TIMEOUT,
+        })
+    }
+
+    /// The same prover, checking (or not) each witness before proving (see
+    /// [`Prover::with_check_witness`]).
+    pub fn with_check_witness(mut self, check: bool) -> Self {
+        for l in &mut self.lanes {
+            l.prover.check_witness = check;
+        }
+        self
+    }
+
+    /// The same prover, a worker waiting at most `timeout` for admission to
+    /// a GPU stage (default one hour); past it, that partition fails with
+    /// [`Error::OutOfMemory`].
+    pub fn with_admission_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The devices (CUDA ordinals), in lane order: `assignment` values of
+    /// [`MultiGpuProver::prove_batch`] index this list.
+    pub fn devices(&self) -> Vec<i32> {
+        self.lanes.iter().map(|l| l.device).collect()
+    }
+
+    /// Worker threads a device.
+    pub fn workers_per_device(&self) -> usize {
+        self.workers
+    }
+
+    /// The prover of lane `lane` (`None` past the last lane).
+    pub fn prover(&self, lane: usize) -> Option<&Prover> {
+        self.lanes.get(lane).map(|l| &l.prover)
+    }
+
+    /// The device memory of lane `lane` (`None` past the last lane and for
+    /// CPU lanes).
+    pub fn memory(&self, lane: usize) -> Option<&Arc<DeviceMemory>> {
+        self.lanes.get(lane).and_then(|l| l.memory.as_ref())
+    }
+
+    /// How many proofs lane `lane` admits to the GPU stage at once: the
+    /// working sets ([`Prover::working_set_bytes`]) that fit the device
+    /// budget beside the key when the prover was built, between 1 and the
+    /// workers a device (`None` past the last lane).
+    pub fn concurrent_proofs(&self, lane: usize) -> Option<usize> {
+        self.lanes.get(lane).map(|l| l.slots)
+    }
+
+    /// The most proofs lane `lane` has had in its GPU stage at once so far
+    /// (`None` past the last lane).
+    pub fn peak_concurrent_proofs(&self, lane: usize) -> Option<usize> {
+        self.lanes
+            .get(lane)
+            .map(|l| (l.gate.peak_claimed_bytes() / l.ticket) as usize)
+    }
+
+    /// Proofs of several partitions against the key: partition i on lane
+    /// `assignment[i]` (the device `devices()[assignment[i]]`; default:
+    /// round-robin, i modulo the number of devices), each device's
+    /// partitions taken in order by its workers. One result each, in input
+    /// order, naming the device that proved it; a failing partition does
+    /// not stop the others.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `assignment` is not one lane a job or
+    /// names a lane past the last; each partition's own errors are in its
+    /// entry (as [`Prover::prove_job`], plus [`Error::OutOfMemory`] when its
+    /// admission wait times out).
+    pub fn prove_batch(
+        &self,
+        jobs: &[ProofJob<'_>],
+        assignment: Option<&[usize]>,
+    ) -> Result<Vec<Result<MultiProof>>> {
+        let plan = plan(jobs.len(), self.lanes.len(), assignment)?;
+        let span = tracing::info_span!(
+            target: "cuzk_prover",
+            "prove_batch_multi",
+            jobs = jobs.len(),
+            devices = self.lanes.len(),
+            workers = self.workers
+        );
+        let _g = span.enter();
+        let mut out: Vec<Option<Result<MultiProof>>> = (0..jobs.len()).map(|_| None).collect();
+        let done: Vec<(usize, Result<MultiProof>)> = std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for (lane, queue) in self.lanes.iter().zip(&plan) {
+                let next = Arc::new(AtomicUsize::new(0));
+                for _ in 0..self.workers.min(queue.len()) {
+                    let next = next.clone();
+                    let timeout = self.timeout;
+                    handles.push(scope.spawn(move || {
+                        let mut mine = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, Ordering::SeqCst);
+                            let Some(&i) = queue.get(k) else { break };
+                            mine.push((i, lane.prove(&jobs[i], timeout)));
+                        }
+                        mine
+                    }));
+                }
+            }
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        for (i, r) in done {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(r);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::Internal("a proving worker panicked".into()))))
+            .collect())
+    }
+}
+
+fn check_devices(devices: &[i32]) -> Result<()> {
+    if devices.is_empty() {
+        return Err(Error::InvalidArgument(
+            "a multi-GPU prover of no devices: give at least one".into(),
+        ));
+    }
+    for (i, d) in devices.iter().enumerate() {
+        if devices[..i].contains(d) {
+            return Err(Error::InvalidArgument(format!(
+                "device {d} named twice: the workers of one device share one memory budget, \
+                 so give each device once and raise gpu_workers_per_device instead"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Each lane's job indices, in input order.
+fn plan(jobs: usize, lanes: usize, assignment: Option<&[usize]>) -> Result<Vec<Vec<usize>>> {
+    if lanes == 0 {
+        return Err(Error::InvalidArgument("no devices to prove on".into()));
+    }
+    let mut plan = vec![Vec::new(); lanes];
+    match assignment {
+        None => (0..jobs).for_each(|i| plan[i % lanes].push(i)),
+        Some(a) => {
+            if a.len() != jobs {
+                return Err(Error::InvalidArgument(format!(
+                    "an assignment of {} entries for {jobs} jobs: give one device index a job",
+                    a.len()
+                )));
+            }
+            for (i, &l) in a.iter().enumerate() {
+                let q = plan.get_mut(l).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "job {i} assigned to device index {l}, but there are {lanes} devices \
+                         (indices 0..{lanes})"
+                    ))
+                })?;
+                q.push(i);
+            }
+        }
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans() {
+        assert_eq!(plan(5, 2, None).unwrap(), vec![vec![0, 2, 4], vec![1, 3]]);
+        assert_eq!(
+            plan(4, 3, Some(&[2, 2, 0, 2])).unwrap(),
+            vec![vec![2], vec![], vec![0, 1, 3]]
+        );
+        assert!(matches!(
+            plan(2, 2, Some(&[0])),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            plan(2, 2, Some(&[0, 2])),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(plan(1, 0, None), Err(Error::InvalidArgument(_))));
+        assert!(plan(0, 1, None).unwrap()[0].is_empty());
+        assert!(check_devices(&[0, 1]).is_ok());
+        assert!(check_devices(&[]).is_err());
+        assert!(check_devices(&[1, 0, 1]).is_err());
+    }
+}
