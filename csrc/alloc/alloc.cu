@@ -2,8 +2,6 @@
 // calls (see include/cuzk/alloc.h). Policy lives in Rust (crates/alloc).
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-
 #include "cuzk/alloc.h"
 #include "cuzk/cuda_status.cuh"
 
@@ -153,22 +151,6 @@ cuzk_status cuzk_malloc_managed(int32_t device, uint64_t bytes, void* stream, vo
             return cuzk::cuda_status(e, "cudaMemAdvise/cudaMemPrefetchAsync (managed)");
         }
         *ptr = p;
-        return ok();
-    });
-}
-
-cuzk_status cuzk_free_managed(int32_t device, void* ptr, uint64_t bytes, void* stream) {
-    return guard("cuzk_free_managed", [&]() -> cuzk_status {
-        CUZK_CUDA_TRY(cudaSetDevice(device));
-        const char* v = std::getenv("CUZK_UNIFIED_EVICT");
-        if (!(v && v[0] == '0') && ptr && bytes > 0) {
-            cudaMemLocation host = {};
-            host.type = cudaMemLocationTypeHost;
-            host.id = 0;
-            CUZK_CUDA_TRY(cudaMemPrefetchAsync(ptr, bytes, host, 0, (cudaStream_t)stream));
-            CUZK_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
-        }
-        CUZK_CUDA_TRY(cudaFree(ptr));
         return ok();
     });
 }

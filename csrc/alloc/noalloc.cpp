@@ -18,7 +18,6 @@ cuzk_status cuzk_pool_set_release_threshold(int32_t, void*, uint64_t) { return c
 cuzk_status cuzk_pool_trim(int32_t, void*, uint64_t) { return cuzk::no_cuda_build("cuzk_pool_trim"); }
 cuzk_status cuzk_pool_usage(int32_t, void*, uint64_t*, uint64_t*) { return cuzk::no_cuda_build("cuzk_pool_usage"); }
 cuzk_status cuzk_malloc_managed(int32_t, uint64_t, void*, void**) { return cuzk::no_cuda_build("cuzk_malloc_managed"); }
-cuzk_status cuzk_free_managed(int32_t, void*, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_free_managed"); }
 cuzk_status cuzk_host_alloc(uint64_t, void**) { return cuzk::no_cuda_build("cuzk_host_alloc"); }
 cuzk_status cuzk_host_free(void*) { return cuzk::no_cuda_build("cuzk_host_free"); }
 cuzk_status cuzk_host_register(void*, uint64_t) { return cuzk::no_cuda_build("cuzk_host_register"); }

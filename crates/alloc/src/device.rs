@@ -535,10 +535,7 @@ impl DeviceMemory {
         // once; async frees are ordered on the stream that allocated it.
         let s = unsafe {
             match strategy {
-                Strategy::Sync => sys::cuzk_free(self.device, ptr.0),
-                Strategy::Unified => {
-                    sys::cuzk_free_managed(self.device, ptr.0, bytes, stream.as_raw())
-                }
+                Strategy::Sync | Strategy::Unified => sys::cuzk_free(self.device, ptr.0),
                 Strategy::Async | Strategy::AsyncDedicated => {
                     sys::cuzk_free_async(self.device, ptr.0, stream.as_raw())
                 }

@@ -111,14 +111,6 @@ unsafe extern "C" {
     ) -> cuzk_status;
 }
 unsafe extern "C" {
-    pub fn cuzk_free_managed(
-        device: i32,
-        ptr: *mut ::core::ffi::c_void,
-        bytes: u64,
-        stream: *mut ::core::ffi::c_void,
-    ) -> cuzk_status;
-}
-unsafe extern "C" {
     pub fn cuzk_host_alloc(bytes: u64, ptr: *mut *mut ::core::ffi::c_void) -> cuzk_status;
 }
 unsafe extern "C" {

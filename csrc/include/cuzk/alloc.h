@@ -49,11 +49,6 @@ cuzk_status cuzk_pool_usage(int32_t device, void* pool, uint64_t* reserved_bytes
 /* cudaMallocManaged (global attach), then cudaMemAdvise (preferred
  * location = device) and cudaMemPrefetchAsync to the device on `stream`. */
 cuzk_status cuzk_malloc_managed(int32_t device, uint64_t bytes, void* stream, void** ptr);
-/* Frees managed memory: unless CUZK_UNIFIED_EVICT=0, first migrates its
- * `bytes` to the host (cudaMemPrefetchAsync to the CPU on `stream`, then a
- * stream synchronize) so that the driver's unified-memory layer holds no
- * device pages for it, then cudaFree. */
-cuzk_status cuzk_free_managed(int32_t device, void* ptr, uint64_t bytes, void* stream);
 
 /* Pinned host memory: cudaHostAlloc (portable) / cudaFreeHost, and
  * cudaHostRegister (portable) / cudaHostUnregister of existing memory. */
