@@ -54,11 +54,11 @@ constexpr uint32_t kInvalid = 0x80000000u;  // key flag: an empty partial
 constexpr uint32_t kChunk0 = 64;             // sorted pairs per thread, level 0
 constexpr uint32_t kChunkN = 16;             // partials per thread, later levels
 constexpr uint32_t kThreads = 128;           // threads per block, accumulation
-// Bucket reduction: a thread takes a segment of at least kMinSegment buckets
-// (its lo * R costs about 1.5 log2(lo) point operations, against 2 a
-// bucket), more while there would be over kSegmentThreads threads.
-constexpr uint32_t kMinSegment = 16;
-constexpr uint64_t kSegmentThreads = 1u << 17;
+// Bucket reduction: segments of kSegment buckets a thread; each level
+// divides the points a window by kSegment (2^23 buckets: at most 6 levels).
+constexpr uint32_t kSegment = 16;
+constexpr uint32_t kLogSegment = 4;
+constexpr uint32_t kMaxLevels = 8;
 constexpr uint32_t kReduceGroup = 8;  // partials summed per thread in the tree sum
 
 // ---- loads and stores through 16-byte vectors ---------------------------
@@ -245,30 +245,47 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
 
 // ---- 4. bucket reduction -------------------------------------------------
 
-// Thread (w, s) of W * P: buckets [lo, lo + seg) of window w, bucket b
-// weighing b + 1. Running sums from the top give T = sum (b - lo + 1) S_b and
-// R = sum S_b; the segment's share is T + lo R.
+// One level of sum_b (b + 1) S_b over every window (S: W x P points,
+// window-major; element b of a window is S[w P + b + shift], the identity
+// past the end). Thread (w, s) takes the L elements [s L, s L + L) and, by
+// running sums from the top, writes T[w, s] = sum (b - s L + 1) S_b and
+// R[w, s] = sum S_b. Then
+//   sum_b (b + 1) S_b = sum_s T_s + L sum_s s R_s,
+// and sum_s s R_s is the same problem one level down, over R shifted by
+// one (R_0 weighs 0): no thread multiplies a point by a scalar.
 template <class F>
-__global__ void segments_kernel(const Xyzz<F>* __restrict__ buckets, uint32_t windows,
-                                uint32_t half, uint32_t seg, Xyzz<F>* __restrict__ out) {
+__global__ void segments_kernel(const Xyzz<F>* __restrict__ S, uint32_t windows, uint64_t per,
+                                uint32_t shift, uint32_t seg, Xyzz<F>* __restrict__ T,
+                                Xyzz<F>* __restrict__ R) {
     const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
-    const uint32_t per_window = half / seg;
+    const uint64_t per_window = per / seg;
     if (t >= (uint64_t)windows * per_window) return;
-    const uint32_t w = (uint32_t)(t / per_window);
-    const uint32_t lo = (uint32_t)(t % per_window) * seg;
-    const Xyzz<F>* b = buckets + (uint64_t)w * half;
+    const uint64_t w = t / per_window;
+    const uint64_t lo = (t % per_window) * seg;
+    const Xyzz<F>* base = S + w * per;
     Xyzz<F> r = Xyzz<F>::identity(), sum = Xyzz<F>::identity();
-    for (uint32_t k = lo + seg; k-- > lo;) {
-        r = cuzk::xyzz_add(r, ld(b + k));
+    for (uint64_t k = lo + seg; k-- > lo;) {
+        if (k + shift < per) r = cuzk::xyzz_add(r, ld(base + k + shift));
         sum = cuzk::xyzz_add(sum, r);
     }
-    // lo * r, double-and-add from the top bit.
-    Xyzz<F> m = Xyzz<F>::identity();
-    for (int bit = 31; bit >= 0; --bit) {
-        m = cuzk::xyzz_dbl(m);
-        if ((lo >> bit) & 1u) m = cuzk::xyzz_add(m, r);
+    st(T + t, sum);
+    if (R != nullptr) st(R + t, r);
+}
+
+// Window sums from the levels' sums (level_sums: levels x W): Horner's rule,
+// V = sum_k L^k level_sums[k] with L = 2^log_seg.
+template <class F>
+__global__ void combine_levels_kernel(const Xyzz<F>* __restrict__ level_sums, uint32_t windows,
+                                      uint32_t levels, uint32_t log_seg,
+                                      Xyzz<F>* __restrict__ out) {
+    const uint32_t w = blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= windows) return;
+    Xyzz<F> acc = ld(level_sums + (uint64_t)(levels - 1) * windows + w);
+    for (uint32_t k = levels - 1; k-- > 0;) {
+        for (uint32_t i = 0; i < log_seg; ++i) acc = cuzk::xyzz_dbl(acc);
+        acc = cuzk::xyzz_add(acc, ld(level_sums + (uint64_t)k * windows + w));
     }
-    st(out + t, cuzk::xyzz_add(sum, m));
+    st(out + w, acc);
 }
 
 // out[i] = sum of in[i g .. i g + g) for i < count.
@@ -343,7 +360,7 @@ struct Plan {
     uint64_t list_len;     // entries of level-1 partial lists
     uint64_t keys_in, vals_in, keys_out, vals_out;
     uint64_t list_a_keys, list_a_pts, list_b_keys, list_b_pts;
-    uint64_t cub, cub_bytes, buckets, segs, segs2, total;
+    uint64_t cub, cub_bytes, buckets, segs, segs2, r0, r1, level_sums, win, total;
 };
 
 cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Plan& p) {
@@ -394,19 +411,23 @@ cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Pl
     at += align_up(p.cub_bytes);
     p.buckets = at;
     at += align_up((uint64_t)p.windows * p.half * p.point_bytes);
-    // Bucket segments: about kSegmentThreads threads in all.
-    uint64_t seg = kMinSegment < p.half ? kMinSegment : p.half;
-    while (seg < p.half && (uint64_t)p.windows * p.half / (seg * 2) >= kSegmentThreads) seg *= 2;
-    p.seg = (uint32_t)seg;
-    const uint64_t segs = (uint64_t)p.windows * (p.half / p.seg);
-    p.segs = at;
-    at += align_up(segs * p.point_bytes);
-    // The tree sum's first output: W * (per_window / g) points with
-    // g = min(per_window, kReduceGroup); later outputs are smaller.
-    const uint64_t per_window = p.half / p.seg;
-    const uint64_t g = per_window < kReduceGroup ? per_window : kReduceGroup;
-    p.segs2 = at;
-    at += align_up((uint64_t)p.windows * (per_window / g) * p.point_bytes);
+    // Bucket reduction (segments of kSegment): T and R of level 0, two R
+    // buffers for the levels below, the tree sum's second buffer, and one
+    // point a window a level.
+    p.seg = kSegment < p.half ? kSegment : p.half;
+    const uint64_t level0 = (uint64_t)p.windows * (p.half / p.seg);
+    p.segs = at;  // T
+    at += align_up(level0 * p.point_bytes);
+    p.segs2 = at;  // tree-sum output
+    at += align_up(level0 * p.point_bytes);
+    p.r0 = at;
+    at += align_up(level0 * p.point_bytes);
+    p.r1 = at;
+    at += align_up(level0 * p.point_bytes);
+    p.level_sums = at;
+    at += align_up((uint64_t)kMaxLevels * p.windows * p.point_bytes);
+    p.win = at;
+    at += align_up((uint64_t)p.windows * p.point_bytes);
     p.total = at;
     return ok();
 }
@@ -445,10 +466,13 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         int cur = 0;
         {
             PairSource<F> src{keys_out, vals_out, bases};
-            // CUZK_MSM_VARIANT=1: at most 170 registers a thread (3 blocks
-            // of 128 an SM) for G1's level 0, against 255 (2 blocks).
+            // G1's level 0 runs at most 168 registers a thread (3 blocks of
+            // 128 an SM): 29% faster than 255 registers (2 blocks) on the
+            // H200 despite some spills (BENCHMARKS.md); CUZK_MSM_VARIANT=1
+            // picks the 255-register build for A/B timing. G2 already spills
+            // at 255.
             auto kernel = accumulate_kernel<F, PairSource<F>, 2>;
-            if (sizeof(F) == sizeof(Fp) && msm_variant() == 1)
+            if (sizeof(F) == sizeof(Fp) && msm_variant() != 1)
                 kernel = accumulate_kernel<F, PairSource<F>, 3>;
             kernel<<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
                 src, len, kChunk0, c, buckets, threads > 1 ? list_keys[cur] : nullptr,
@@ -470,26 +494,57 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         }
         prof.mark(3);
     }
-    // Bucket reduction: segments, then tree sums down to one point a window.
-    X* segs = reinterpret_cast<X*>(scratch + p.segs);
-    X* segs2 = reinterpret_cast<X*>(scratch + p.segs2);
-    uint64_t per_window = p.half / p.seg;
-    const uint64_t seg_threads = (uint64_t)p.windows * per_window;
-    segments_kernel<F><<<(unsigned)ceil_div(seg_threads, 64), 64, 0, stream>>>(
-        buckets, p.windows, p.half, p.seg, segs);
-    CUZK_CUDA_TRY(cudaGetLastError());
-    X* in = segs;
-    X* out = segs2;
-    while (per_window > 1) {
-        const uint32_t g = per_window < kReduceGroup ? (uint32_t)per_window : kReduceGroup;
-        const uint64_t count = (uint64_t)p.windows * (per_window / g);
-        group_sum_kernel<F><<<(unsigned)ceil_div(count, 64), 64, 0, stream>>>(in, count, g, out);
+    // Bucket reduction: levels of segments (see segments_kernel), each
+    // level's T summed per window by a tree of kReduceGroup, then Horner.
+    X* tbuf = reinterpret_cast<X*>(scratch + p.segs);
+    X* tbuf2 = reinterpret_cast<X*>(scratch + p.segs2);
+    X* rbuf[2] = {reinterpret_cast<X*>(scratch + p.r0), reinterpret_cast<X*>(scratch + p.r1)};
+    X* level_sums = reinterpret_cast<X*>(scratch + p.level_sums);
+    X* win = reinterpret_cast<X*>(scratch + p.win);
+    const X* level_in = buckets;
+    uint64_t per = p.half;
+    uint32_t shift = 0;
+    uint32_t levels = 0;
+    int rcur = 0;
+    for (;;) {
+        if (levels == kMaxLevels)
+            return cuzk::fail(CUZK_ERR_INTERNAL, 0, "cuzk_msm_run: more than %u reduction levels",
+                              kMaxLevels);
+        const uint32_t seg = per < kSegment ? (uint32_t)per : kSegment;
+        const bool last = per <= kSegment;
+        uint64_t per_window = per / seg;
+        const uint64_t threads = (uint64_t)p.windows * per_window;
+        segments_kernel<F><<<(unsigned)ceil_div(threads, 64), 64, 0, stream>>>(
+            level_in, p.windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
         CUZK_CUDA_TRY(cudaGetLastError());
-        per_window /= g;
-        X* tmp = in;
-        in = out;
-        out = tmp;
+        X* in = tbuf;
+        X* out = tbuf2;
+        while (per_window > 1) {
+            const uint32_t g =
+                per_window < kReduceGroup ? (uint32_t)per_window : kReduceGroup;
+            const uint64_t count = (uint64_t)p.windows * (per_window / g);
+            group_sum_kernel<F><<<(unsigned)ceil_div(count, 64), 64, 0, stream>>>(in, count, g,
+                                                                                out);
+            CUZK_CUDA_TRY(cudaGetLastError());
+            per_window /= g;
+            X* tmp = in;
+            in = out;
+            out = tmp;
+        }
+        CUZK_CUDA_TRY(cudaMemcpyAsync(level_sums + (uint64_t)levels * p.windows, in,
+                                      (uint64_t)p.windows * sizeof(X), cudaMemcpyDeviceToDevice,
+                                      stream));
+        ++levels;
+        if (last) break;
+        level_in = rbuf[rcur];
+        rcur ^= 1;
+        per /= seg;
+        shift = 1;
     }
+    combine_levels_kernel<F><<<(unsigned)ceil_div(p.windows, 32), 32, 0, stream>>>(
+        level_sums, p.windows, levels, kLogSegment, win);
+    CUZK_CUDA_TRY(cudaGetLastError());
+    X* in = win;
     prof.mark(4);
     prof.print(sizeof(F) == sizeof(Fp) ? "G1" : "G2", n, c);
     CUZK_CUDA_TRY(cudaMemcpyAsync(window_sums, in, (uint64_t)p.windows * sizeof(X),
