@@ -23,8 +23,11 @@
 //     thread does the same amount of work however skewed the buckets are
 //     (a bucket of millions of points is spread over many threads).
 //  4. reduce: sum_b (b + 1) S_b per window, by running sums over segments of
-//     buckets (each thread: its segment's running sums, plus lo * R by
-//     double-and-add), then a tree sum of the segments per window.
+//     16 buckets, in levels: each thread's segment gives T (weighted) and R
+//     (plain) sums; sum_b (b + 1) S_b = sum_s T_s + 16 sum_s s R_s, and the
+//     second sum is the same problem over R one level down. Each level's T
+//     are tree-summed per window; Horner's rule over the levels gives the
+//     window sum (see segments_kernel).
 // The host combines the window sums: sum_w 2^(c w) window_sum[w].
 #include <cuda_runtime.h>
 
@@ -411,9 +414,9 @@ cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Pl
     at += align_up(p.cub_bytes);
     p.buckets = at;
     at += align_up((uint64_t)p.windows * p.half * p.point_bytes);
-    // Bucket reduction (segments of kSegment): T and R of level 0, two R
-    // buffers for the levels below, the tree sum's second buffer, and one
-    // point a window a level.
+    // Bucket reduction (segments of kSegment): T of a level, the tree sum's
+    // second buffer, two R buffers (a level's R is the next level's input),
+    // one point a window a level, and the window sums.
     p.seg = kSegment < p.half ? kSegment : p.half;
     const uint64_t level0 = (uint64_t)p.windows * (p.half / p.seg);
     p.segs = at;  // T

@@ -341,7 +341,8 @@ fn gpu_msm_sanitizer_case() {
 
 fn big_scalars(r: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
     // ChaCha per element is slow at 2^26: expand 64-bit seeds with a
-    // multiply-xorshift per limb instead, then reduce.
+    // multiply-xorshift per limb instead, then reduce mod r (full range:
+    // the top window's digits and carries are reached).
     let seed: u64 = r.gen();
     (0..n)
         .map(|i| {
@@ -353,8 +354,11 @@ fn big_scalars(r: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
                 x ^= x >> 29;
                 *l = x;
             }
-            limbs[3] &= (1u64 << 62) - 1;
-            Fr::from_bigint(ark_ff::BigInt::<4>(limbs)).unwrap_or(Fr::ONE)
+            let mut bytes = [0u8; 32];
+            for (k, l) in limbs.iter().enumerate() {
+                bytes[8 * k..8 * k + 8].copy_from_slice(&l.to_le_bytes());
+            }
+            Fr::from_le_bytes_mod_order(&bytes)
         })
         .collect()
 }

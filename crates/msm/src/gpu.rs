@@ -99,8 +99,10 @@ impl GpuMsm {
     /// `sum_i scalars[i] * bases[i]`: uploads both, runs, and waits.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ or n >= 2^31;
-    /// [`Error::OutOfMemory`] when the points and the scratch (see
+    /// [`Error::InvalidArgument`] when the lengths differ or n >= 2^31
+    /// (after the bases' upload, which may fail first with
+    /// [`Error::OutOfMemory`]); [`Error::OutOfMemory`] when the points and
+    /// the scratch (see
     /// [`GpuMsm::scratch_bytes`]) do not fit the budget even one window at a
     /// time; CUDA errors.
     pub fn msm<P: MsmCurve>(&self, bases: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>> {

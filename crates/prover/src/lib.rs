@@ -131,9 +131,9 @@ pub struct Synthesized {
 
 impl Synthesized {
     /// The public inputs (without the constant one), as `verify_proof` takes
-    /// them.
+    /// them; empty when `num_inputs` is 0 or past the assignment.
     pub fn public_inputs(&self) -> &[Fr] {
-        &self.full_assignment[1..self.num_inputs]
+        self.full_assignment.get(1..self.num_inputs).unwrap_or(&[])
     }
 
     /// A proof job for this witness with randomness `r` and `s`.
@@ -356,6 +356,13 @@ impl<P: MsmCurve> Query<P> {
     /// `sum_i scalars[i] bases[i]` (`bases` is the full query, `scalars` at
     /// most as long).
     fn msm(&self, bases: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>> {
+        if scalars.len() > bases.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} scalars for a query of {} points",
+                scalars.len(),
+                bases.len()
+            )));
+        }
         let gathered: Vec<Fr>;
         let (b, s): (&[Affine<P>], &[Fr]) = match &self.keep {
             Some(k) => {

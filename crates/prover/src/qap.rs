@@ -66,8 +66,9 @@ fn eval_rows(m: &Matrix<Fr>, z: &[Fr], out: &mut [Fr], name: &str) -> Result<()>
 /// With `check`, a row where `a * b != c` is an [`Error::InvalidArgument`].
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a column past the assignment or, with
-/// `check`, an unsatisfied constraint.
+/// [`Error::InvalidArgument`] for a matrix whose row count is not
+/// `m.num_constraints`, a column past the assignment or, with `check`, an
+/// unsatisfied constraint.
 pub fn evaluate(
     m: &ConstraintMatrices,
     z: &[Fr],
@@ -82,6 +83,14 @@ pub fn evaluate(
             "{nc} constraints and {num_inputs} inputs do not fit a domain of {n} with {} variables",
             z.len()
         )));
+    }
+    for (name, rows) in [("A", m.a.len()), ("B", m.b.len()), ("C", m.c.len())] {
+        if rows != nc {
+            return Err(Error::InvalidArgument(format!(
+                "matrix {name} has {rows} rows but the system has {nc} constraints; build the \
+                 matrices with ConstraintMatrices::new, which checks their shapes"
+            )));
+        }
     }
     let mut a = vec![Fr::ZERO; n];
     let mut b = vec![Fr::ZERO; n];
