@@ -10,7 +10,7 @@
 use ark_bls12_381::{g1, g2};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::CurveGroup;
-use ark_ff::{BigInteger, Field, One, PrimeField, UniformRand, Zero};
+use ark_ff::{BigInteger, One, PrimeField, UniformRand, Zero};
 use ark_serialize::CanonicalDeserialize;
 use cuzk_msm::{cpu, Error, Fr, GpuMsm, MsmCurve};
 use cuzk_tests::{gpu_or_skip, report, rng};
