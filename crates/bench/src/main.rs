@@ -614,7 +614,7 @@ fn msm_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
 /// with each stage's median as its own figure) and on the CPU (one proof,
 /// up to 2^20).
 fn prover_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
-    use cuzk_prover::synthetic::{random_key, RandomCircuit};
+    use cuzk_prover::synthetic::{random_key_for, RandomCircuit};
     use cuzk_prover::{ProofTimings, Prover};
     let logs: &[u32] = if quick {
         &[14]
@@ -629,12 +629,7 @@ fn prover_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: boo
         step(format!("bench prover: {name}"));
         let c = RandomCircuit::fill_domain(k, 8, 0, 7);
         let w = c.matrices()?;
-        let pk = random_key(
-            w.num_inputs,
-            w.full_assignment.len() - w.num_inputs,
-            w.matrices.num_constraints,
-            &mut rng,
-        )?;
+        let pk = random_key_for(&w, &mut rng)?;
         let n = w.matrices.num_constraints;
         let job = w.job(Fr::from(3u64), Fr::from(5u64));
         if k <= 20 {

@@ -39,7 +39,7 @@ use ark_relations::gr1cs::{
 };
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use clap::{Parser, ValueEnum};
-use cuzk_prover::synthetic::{random_key, RandomCircuit};
+use cuzk_prover::synthetic::{random_key_for, RandomCircuit};
 use cuzk_prover::{synthesize, MultiGpuProver, ProofJob, ProofTimings, Prover, ProvingKey};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -388,12 +388,7 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     );
     let t = Instant::now();
     let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);
-    let pk = random_key(
-        w.num_inputs,
-        w.full_assignment.len() - w.num_inputs,
-        w.matrices.num_constraints,
-        &mut krng,
-    )?;
+    let pk = random_key_for(&w, &mut krng)?;
     println!(
         "key: random points, made in {:.2} s (proofs are timed, not verified)",
         t.elapsed().as_secs_f64()

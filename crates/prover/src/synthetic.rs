@@ -348,3 +348,24 @@ pub fn random_key(
         l_query: g1(num_witness, rng),
     })
 }
+
+/// [`random_key`] shaped for the synthesized system `w`: its instance and
+/// witness variable counts and its number of constraints.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `w.num_inputs` exceeds its assignment or
+/// the domain exceeds 2^32.
+pub fn random_key_for(w: &Synthesized, rng: &mut impl Rng) -> Result<ProvingKey> {
+    let num_witness = w
+        .full_assignment
+        .len()
+        .checked_sub(w.num_inputs)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} inputs but only {} variables in the assignment",
+                w.num_inputs,
+                w.full_assignment.len()
+            ))
+        })?;
+    random_key(w.num_inputs, num_witness, w.matrices.num_constraints, rng)
+}
