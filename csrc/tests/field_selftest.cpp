@@ -172,6 +172,19 @@ static void test_prime_field(const char* name, Rng& rng) {
         CHECK(ref_cmp(limbs_of(to_mont<F>(x)), ref_to_mont(x, m)) == 0);
     }
 
+    /* The even/odd operator* against the plain CIOS mul_cios, with the
+     * extremes 0, 1, m-1 (as plain values) among random elements. */
+    {
+        const F ext[3] = {F::zero(), F::one(), to_mont<F>(m_minus_1)};
+        F raw_max; /* the largest canonical limbs: m - 1 itself as an element */
+        std::memcpy(raw_max.l, m_minus_1.l, sizeof raw_max.l);
+        for (int it = 0; it < 5000; ++it) {
+            const F x = it < 12 ? (it % 4 == 3 ? raw_max : ext[it % 4]) : random_elem<F>(rng);
+            const F y = it < 12 ? (it / 4 == 2 ? raw_max : ext[(it / 4) % 3]) : random_elem<F>(rng);
+            CHECK(x * y == F::mul_cios(x, y));
+        }
+    }
+
     for (int it = 0; it < 200; ++it) {
         const F a = random_elem<F>(rng), b = random_elem<F>(rng), c = random_elem<F>(rng);
         /* addition is the same in Montgomery form */

@@ -15,8 +15,10 @@
  * The modulus must leave the top bit of its top limb clear (m < 2^(32N-1));
  * the multiplication below relies on it.
  *
- * Two implementations of three carry-chain primitives (mac_row, add_n,
- * sub_n) sit under every operation:
+ * Two implementations of the carry-chain primitives (add_n, sub_n, the
+ * even/odd multiply steps add_rshift2_mad_odd, mad_pairs, add_rshift1, and
+ * the CIOS row mac_row of the reference multiply) sit under every
+ * operation:
  *   - device (__CUDA_ARCH__): PTX with the hardware carry flag
  *     (add.cc/addc, sub.cc/subc, mad.lo.cc/madc.hi...). Each chain is ONE asm
  *     statement that starts with a carry-less instruction and consumes its
@@ -29,8 +31,8 @@
  *     uint64_t sums and drops the same carries, so host tests exercise the
  *     same algorithm and the same no-carry-out claims.
  * Everything above the primitives is shared source. Squaring is a plain
- * multiplication for now (a dedicated squaring would save about a third of
- * the partial products).
+ * multiplication for now (a dedicated squaring would save about a quarter
+ * of the partial products).
  */
 #ifndef CUZK_FF_CUH
 #define CUZK_FF_CUH
@@ -138,6 +140,77 @@ struct Ptx<8> {
               "r"(b[7]));
         return borrow;
     }
+
+/* Row step C1 (see MontField::operator*): x0 += y[1], then
+     * y[k] = y[k+2] + a_odd*b in place (pairs lo/hi of a[2p+1]*b at y[2p],
+     * y[2p+1]; y[N], y[N+1] read as 0), carry of x0 into y[0]; no carry out.
+     * %0 = x0, %1..%8 = y, %9 = b, %10..%13 = a[1], a[3], ... */
+    static __device__ __forceinline__ void add_rshift2_mad_odd(uint32_t& x0, uint32_t (&y)[8],
+                                                   const uint32_t (&a)[8], uint32_t b) {
+        asm(
+        "add.cc.u32 %0, %0, %2;\n\t"
+        "madc.lo.cc.u32 %1, %10, %9, %3;\n\t"
+        "madc.hi.cc.u32 %2, %10, %9, %4;\n\t"
+        "madc.lo.cc.u32 %3, %11, %9, %5;\n\t"
+        "madc.hi.cc.u32 %4, %11, %9, %6;\n\t"
+        "madc.lo.cc.u32 %5, %12, %9, %7;\n\t"
+        "madc.hi.cc.u32 %6, %12, %9, %8;\n\t"
+        "madc.lo.cc.u32 %7, %13, %9, 0;\n\t"
+        "madc.hi.u32 %8, %13, %9, 0;"
+            : "+&r"(x0), "+&r"(y[0]), "+&r"(y[1]), "+&r"(y[2]), "+&r"(y[3]), "+&r"(y[4]), "+&r"(y[5]), "+&r"(y[6]), "+&r"(y[7])
+            : "r"(b), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]));
+    }
+    /* x[0..N-1] += sum over pairs p of a[2p+OFF]*b at x[2p], x[2p+1]; the
+     * carry out goes into top. %0..%7 = x, %8 = top, %9 = b,
+     * %10.. = a[OFF], a[OFF+2], ... */
+    template <int OFF>
+    static __device__ __forceinline__ void mad_pairs_top(uint32_t (&x)[8], uint32_t& top,
+                                                   const uint32_t (&a)[8], uint32_t b) {
+        asm(
+        "mad.lo.cc.u32 %0, %10, %9, %0;\n\t"
+        "madc.hi.cc.u32 %1, %10, %9, %1;\n\t"
+        "madc.lo.cc.u32 %2, %11, %9, %2;\n\t"
+        "madc.hi.cc.u32 %3, %11, %9, %3;\n\t"
+        "madc.lo.cc.u32 %4, %12, %9, %4;\n\t"
+        "madc.hi.cc.u32 %5, %12, %9, %5;\n\t"
+        "madc.lo.cc.u32 %6, %13, %9, %6;\n\t"
+        "madc.hi.cc.u32 %7, %13, %9, %7;\n\t"
+        "addc.u32 %8, %8, 0;"
+            : "+&r"(x[0]), "+&r"(x[1]), "+&r"(x[2]), "+&r"(x[3]), "+&r"(x[4]), "+&r"(x[5]), "+&r"(x[6]), "+&r"(x[7]), "+&r"(top)
+            : "r"(b), "r"(a[0 + OFF]), "r"(a[2 + OFF]), "r"(a[4 + OFF]), "r"(a[6 + OFF]));
+    }
+    /* As mad_pairs_top with no carry out (the caller's bound makes it 0).
+     * %0..%7 = x, %8 = b, %9.. = a[OFF], a[OFF+2], ... */
+    template <int OFF>
+    static __device__ __forceinline__ void mad_pairs(uint32_t (&x)[8], const uint32_t (&a)[8],
+                                               uint32_t b) {
+        asm(
+        "mad.lo.cc.u32 %0, %9, %8, %0;\n\t"
+        "madc.hi.cc.u32 %1, %9, %8, %1;\n\t"
+        "madc.lo.cc.u32 %2, %10, %8, %2;\n\t"
+        "madc.hi.cc.u32 %3, %10, %8, %3;\n\t"
+        "madc.lo.cc.u32 %4, %11, %8, %4;\n\t"
+        "madc.hi.cc.u32 %5, %11, %8, %5;\n\t"
+        "madc.lo.cc.u32 %6, %12, %8, %6;\n\t"
+        "madc.hi.u32 %7, %12, %8, %7;"
+            : "+&r"(x[0]), "+&r"(x[1]), "+&r"(x[2]), "+&r"(x[3]), "+&r"(x[4]), "+&r"(x[5]), "+&r"(x[6]), "+&r"(x[7])
+            : "r"(b), "r"(a[0 + OFF]), "r"(a[2 + OFF]), "r"(a[4 + OFF]), "r"(a[6 + OFF]));
+    }
+    /* y[0..N-2] += x[1..N-1], carry into y[N-1]; no carry out.
+     * %0..%7 = y, %8..%14 = x[1..N-1]. */
+    static __device__ __forceinline__ void add_rshift1(uint32_t (&y)[8], const uint32_t (&x)[8]) {
+        asm(
+        "add.cc.u32 %0, %0, %8;\n\t"
+        "addc.cc.u32 %1, %1, %9;\n\t"
+        "addc.cc.u32 %2, %2, %10;\n\t"
+        "addc.cc.u32 %3, %3, %11;\n\t"
+        "addc.cc.u32 %4, %4, %12;\n\t"
+        "addc.cc.u32 %5, %5, %13;\n\t"
+        "addc.cc.u32 %6, %6, %14;\n\t"
+        "addc.u32 %7, %7, 0;"
+            : "+&r"(y[0]), "+&r"(y[1]), "+&r"(y[2]), "+&r"(y[3]), "+&r"(y[4]), "+&r"(y[5]), "+&r"(y[6]), "+&r"(y[7])
+            : "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]));
+    }
 };
 
 template <>
@@ -221,6 +294,93 @@ struct Ptx<12> {
               "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]));
         return borrow;
     }
+
+/* Row step C1 (see MontField::operator*): x0 += y[1], then
+     * y[k] = y[k+2] + a_odd*b in place (pairs lo/hi of a[2p+1]*b at y[2p],
+     * y[2p+1]; y[N], y[N+1] read as 0), carry of x0 into y[0]; no carry out.
+     * %0 = x0, %1..%12 = y, %13 = b, %14..%19 = a[1], a[3], ... */
+    static __device__ __forceinline__ void add_rshift2_mad_odd(uint32_t& x0, uint32_t (&y)[12],
+                                                   const uint32_t (&a)[12], uint32_t b) {
+        asm(
+        "add.cc.u32 %0, %0, %2;\n\t"
+        "madc.lo.cc.u32 %1, %14, %13, %3;\n\t"
+        "madc.hi.cc.u32 %2, %14, %13, %4;\n\t"
+        "madc.lo.cc.u32 %3, %15, %13, %5;\n\t"
+        "madc.hi.cc.u32 %4, %15, %13, %6;\n\t"
+        "madc.lo.cc.u32 %5, %16, %13, %7;\n\t"
+        "madc.hi.cc.u32 %6, %16, %13, %8;\n\t"
+        "madc.lo.cc.u32 %7, %17, %13, %9;\n\t"
+        "madc.hi.cc.u32 %8, %17, %13, %10;\n\t"
+        "madc.lo.cc.u32 %9, %18, %13, %11;\n\t"
+        "madc.hi.cc.u32 %10, %18, %13, %12;\n\t"
+        "madc.lo.cc.u32 %11, %19, %13, 0;\n\t"
+        "madc.hi.u32 %12, %19, %13, 0;"
+            : "+&r"(x0), "+&r"(y[0]), "+&r"(y[1]), "+&r"(y[2]), "+&r"(y[3]), "+&r"(y[4]), "+&r"(y[5]), "+&r"(y[6]), "+&r"(y[7]), "+&r"(y[8]), "+&r"(y[9]), "+&r"(y[10]), "+&r"(y[11])
+            : "r"(b), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
+    }
+    /* x[0..N-1] += sum over pairs p of a[2p+OFF]*b at x[2p], x[2p+1]; the
+     * carry out goes into top. %0..%11 = x, %12 = top, %13 = b,
+     * %14.. = a[OFF], a[OFF+2], ... */
+    template <int OFF>
+    static __device__ __forceinline__ void mad_pairs_top(uint32_t (&x)[12], uint32_t& top,
+                                                   const uint32_t (&a)[12], uint32_t b) {
+        asm(
+        "mad.lo.cc.u32 %0, %14, %13, %0;\n\t"
+        "madc.hi.cc.u32 %1, %14, %13, %1;\n\t"
+        "madc.lo.cc.u32 %2, %15, %13, %2;\n\t"
+        "madc.hi.cc.u32 %3, %15, %13, %3;\n\t"
+        "madc.lo.cc.u32 %4, %16, %13, %4;\n\t"
+        "madc.hi.cc.u32 %5, %16, %13, %5;\n\t"
+        "madc.lo.cc.u32 %6, %17, %13, %6;\n\t"
+        "madc.hi.cc.u32 %7, %17, %13, %7;\n\t"
+        "madc.lo.cc.u32 %8, %18, %13, %8;\n\t"
+        "madc.hi.cc.u32 %9, %18, %13, %9;\n\t"
+        "madc.lo.cc.u32 %10, %19, %13, %10;\n\t"
+        "madc.hi.cc.u32 %11, %19, %13, %11;\n\t"
+        "addc.u32 %12, %12, 0;"
+            : "+&r"(x[0]), "+&r"(x[1]), "+&r"(x[2]), "+&r"(x[3]), "+&r"(x[4]), "+&r"(x[5]), "+&r"(x[6]), "+&r"(x[7]), "+&r"(x[8]), "+&r"(x[9]), "+&r"(x[10]), "+&r"(x[11]), "+&r"(top)
+            : "r"(b), "r"(a[0 + OFF]), "r"(a[2 + OFF]), "r"(a[4 + OFF]), "r"(a[6 + OFF]), "r"(a[8 + OFF]), "r"(a[10 + OFF]));
+    }
+    /* As mad_pairs_top with no carry out (the caller's bound makes it 0).
+     * %0..%11 = x, %12 = b, %13.. = a[OFF], a[OFF+2], ... */
+    template <int OFF>
+    static __device__ __forceinline__ void mad_pairs(uint32_t (&x)[12], const uint32_t (&a)[12],
+                                               uint32_t b) {
+        asm(
+        "mad.lo.cc.u32 %0, %13, %12, %0;\n\t"
+        "madc.hi.cc.u32 %1, %13, %12, %1;\n\t"
+        "madc.lo.cc.u32 %2, %14, %12, %2;\n\t"
+        "madc.hi.cc.u32 %3, %14, %12, %3;\n\t"
+        "madc.lo.cc.u32 %4, %15, %12, %4;\n\t"
+        "madc.hi.cc.u32 %5, %15, %12, %5;\n\t"
+        "madc.lo.cc.u32 %6, %16, %12, %6;\n\t"
+        "madc.hi.cc.u32 %7, %16, %12, %7;\n\t"
+        "madc.lo.cc.u32 %8, %17, %12, %8;\n\t"
+        "madc.hi.cc.u32 %9, %17, %12, %9;\n\t"
+        "madc.lo.cc.u32 %10, %18, %12, %10;\n\t"
+        "madc.hi.u32 %11, %18, %12, %11;"
+            : "+&r"(x[0]), "+&r"(x[1]), "+&r"(x[2]), "+&r"(x[3]), "+&r"(x[4]), "+&r"(x[5]), "+&r"(x[6]), "+&r"(x[7]), "+&r"(x[8]), "+&r"(x[9]), "+&r"(x[10]), "+&r"(x[11])
+            : "r"(b), "r"(a[0 + OFF]), "r"(a[2 + OFF]), "r"(a[4 + OFF]), "r"(a[6 + OFF]), "r"(a[8 + OFF]), "r"(a[10 + OFF]));
+    }
+    /* y[0..N-2] += x[1..N-1], carry into y[N-1]; no carry out.
+     * %0..%11 = y, %12..%22 = x[1..N-1]. */
+    static __device__ __forceinline__ void add_rshift1(uint32_t (&y)[12], const uint32_t (&x)[12]) {
+        asm(
+        "add.cc.u32 %0, %0, %12;\n\t"
+        "addc.cc.u32 %1, %1, %13;\n\t"
+        "addc.cc.u32 %2, %2, %14;\n\t"
+        "addc.cc.u32 %3, %3, %15;\n\t"
+        "addc.cc.u32 %4, %4, %16;\n\t"
+        "addc.cc.u32 %5, %5, %17;\n\t"
+        "addc.cc.u32 %6, %6, %18;\n\t"
+        "addc.cc.u32 %7, %7, %19;\n\t"
+        "addc.cc.u32 %8, %8, %20;\n\t"
+        "addc.cc.u32 %9, %9, %21;\n\t"
+        "addc.cc.u32 %10, %10, %22;\n\t"
+        "addc.u32 %11, %11, 0;"
+            : "+&r"(y[0]), "+&r"(y[1]), "+&r"(y[2]), "+&r"(y[3]), "+&r"(y[4]), "+&r"(y[5]), "+&r"(y[6]), "+&r"(y[7]), "+&r"(y[8]), "+&r"(y[9]), "+&r"(y[10]), "+&r"(y[11])
+            : "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]), "r"(x[8]), "r"(x[9]), "r"(x[10]), "r"(x[11]));
+    }
 };
 #endif /* __CUDACC__ */
 
@@ -279,6 +439,90 @@ CUZK_HD CUZK_INLINE uint32_t sub_n(uint32_t (&r)[N], const uint32_t (&b)[N]) {
     return 0u - borrow;
 #endif
 }
+
+
+/* The even/odd primitives of MontField::operator* (the row steps C1..C4
+ * and the final merge described there). Device: one PTX chain each (Ptx<N>
+ * above); host: the same chains limb by limb. Products are taken in lo/hi
+ * pairs of one a[j]*b so that the GPU can form each pair with one 64-bit
+ * multiply-add (IMAD.WIDE). */
+
+/* x0 += y[1]; y[k] = y[k+2] + sum_p a[2p+1]*b at y[2p], y[2p+1] (y[N] and
+ * y[N+1] read as 0), with x0's carry into y[0]; the final carry is 0. */
+template <int N>
+CUZK_HD CUZK_INLINE void add_rshift2_mad_odd(uint32_t& x0, uint32_t (&y)[N],
+                                             const uint32_t (&a)[N], uint32_t b) {
+#ifdef __CUDA_ARCH__
+    Ptx<N>::add_rshift2_mad_odd(x0, y, a, b);
+#else
+    uint64_t s = (uint64_t)x0 + y[1];
+    x0 = (uint32_t)s;
+    uint32_t c = (uint32_t)(s >> 32);
+    for (int p = 0; p < N / 2; ++p) {
+        const uint64_t t = (uint64_t)a[2 * p + 1] * b;
+        const uint32_t lo_add = 2 * p + 2 < N ? y[2 * p + 2] : 0;
+        const uint32_t hi_add = 2 * p + 3 < N ? y[2 * p + 3] : 0;
+        s = (uint64_t)(uint32_t)t + lo_add + c;
+        y[2 * p] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+        s = (t >> 32) + hi_add + c;
+        y[2 * p + 1] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+    }
+#endif
+}
+
+/* x[0..N-1] += sum_p a[2p+OFF]*b at x[2p], x[2p+1]; with kTop the carry
+ * out goes into top, without it the caller's bound makes it 0. */
+template <int N, int OFF, bool kTop>
+CUZK_HD CUZK_INLINE void mad_pairs(uint32_t (&x)[N], uint32_t& top, const uint32_t (&a)[N],
+                                   uint32_t b) {
+#ifdef __CUDA_ARCH__
+    if constexpr (kTop)
+        Ptx<N>::template mad_pairs_top<OFF>(x, top, a, b);
+    else
+        Ptx<N>::template mad_pairs<OFF>(x, a, b);
+#else
+    uint32_t c = 0;
+    for (int p = 0; p < N / 2; ++p) {
+        const uint64_t t = (uint64_t)a[2 * p + OFF] * b;
+        uint64_t s = (uint64_t)x[2 * p] + (uint32_t)t + c;
+        x[2 * p] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+        s = (uint64_t)x[2 * p + 1] + (t >> 32) + c;
+        x[2 * p + 1] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+    }
+    if (kTop) top += c;
+#endif
+}
+
+/* y[0..N-2] += x[1..N-1] with the carry into y[N-1]; the final carry is 0. */
+template <int N>
+CUZK_HD CUZK_INLINE void add_rshift1(uint32_t (&y)[N], const uint32_t (&x)[N]) {
+#ifdef __CUDA_ARCH__
+    Ptx<N>::add_rshift1(y, x);
+#else
+    uint32_t c = 0;
+    for (int k = 0; k + 1 < N; ++k) {
+        const uint64_t s = (uint64_t)y[k] + x[k + 1] + c;
+        y[k] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+    }
+    y[N - 1] += c;
+#endif
+}
+
+
+
+#if defined(__CUDACC__)
+/* -m^-1 mod 2^32 of P in constant memory, deliberately not const: for Fr
+ * INV = 2^32 - 1, and a foldable constant lets ptxas turn q = x * INV into
+ * q = -x and then split every q*m lo/hi pair into two instructions instead
+ * of one IMAD.WIDE (about a fifth of Fr's multiply; seen with nvcc 13.0). */
+template <class P>
+__device__ __constant__ uint32_t kInv = P::INV;
+#endif
 
 } // namespace detail
 
@@ -369,7 +613,90 @@ struct MontField {
     }
     CUZK_HD CUZK_INLINE MontField dbl() const { return *this + *this; }
 
-    /* Montgomery product a*b*R^-1 mod m by CIOS (Coarsely Integrated Operand
+    /* -m^-1 mod 2^32 (P::INV; on the device read from constant memory, see
+     * detail::kInv). */
+    CUZK_HD CUZK_INLINE static uint32_t mont_inv() {
+#ifdef __CUDA_ARCH__
+        return detail::kInv<P>;
+#else
+        return P::INV;
+#endif
+    }
+
+    /* One row (i >= 1) of operator*: steps C1..C4 with X the row's even
+     * accumulator and Y its odd one (see operator*). */
+    CUZK_HD CUZK_INLINE static void mont_row(uint32_t (&X)[N], uint32_t (&Y)[N],
+                                             const uint32_t (&a)[N], uint32_t bi,
+                                             const uint32_t (&m)[N]) {
+        detail::add_rshift2_mad_odd<N>(X[0], Y, a, bi);
+        detail::mad_pairs<N, 0, true>(X, Y[N - 1], a, bi);
+        const uint32_t q = X[0] * mont_inv();
+        detail::mad_pairs<N, 1, false>(Y, Y[N - 1], m, q);
+        detail::mad_pairs<N, 0, true>(X, Y[N - 1], m, q);
+    }
+
+    /* Montgomery product a*b*R^-1 mod m: CIOS (see mul_cios below) with the
+     * accumulator split into an even and an odd half, after N. Emmart,
+     * J. Luitjens, C. Weems and C. Woolley, "Optimizing modular
+     * multiplication for NVIDIA's Maxwell GPUs", ARITH 23 (2016). Row i
+     * adds a*b_i and q*m; the products a[j]*b_i with j even go, as lo/hi
+     * pairs, into accumulator X at positions (j, j+1), those with j odd into
+     * Y at (j+1, j+2), so no two products of one chain share a limb and the
+     * GPU forms each pair with one IMAD.WIDE (64-bit multiply-add) instead
+     * of a separate high multiply plus carry add.
+     *
+     * Frames (X[k] holds position k of the row's sum, Y[k] position k+1):
+     *   C1  X[0] += Y[1]; Y[k] = Y[k+2] + a_odd*b_i: last row's X, which
+     *       after the division by W sits one limb low, becomes this row's
+     *       odd accumulator by a two-limb shift folded into its chain;
+     *   C2  X += a_even*b_i, carry into Y[N-1] (position N);
+     *       q = X[0] * INV, so that position 0 becomes 0 mod W;
+     *   C3  Y += m_odd*q;  C4  X += m_even*q, carry into Y[N-1].
+     * X[0] is now 0; dividing by W makes Y the next row's X and X the next
+     * row's Y, so the two arrays swap roles each row. Row 0 starts from
+     * zero: its products land on disjoint limbs and need no adds. At the
+     * end the value is Y + X/W (add_rshift1).
+     *
+     * Bound, with W = 2^32 and a, b < m < W^N/2 (the same as CIOS): the
+     * value entering a row is below 2m, the row's sum below
+     * 2m + 2(W-1)m < 2Wm < W^(N+1), so the top limb (position N, Y[N-1])
+     * never overflows and the chains marked carry-free are; the result is
+     * below 2m, and one conditional subtraction makes it canonical. */
+    CUZK_HD CUZK_INLINE friend MontField operator*(const MontField& a, const MontField& b) {
+        const MontField m = modulus();
+        uint32_t A[N], B[N];
+        {
+            const uint32_t b0 = b.l[0];
+            CUZK_UNROLL
+            for (int p = 0; p < N / 2; ++p) {
+                const uint64_t e = (uint64_t)a.l[2 * p] * b0;
+                const uint64_t o = (uint64_t)a.l[2 * p + 1] * b0;
+                A[2 * p] = (uint32_t)e;
+                A[2 * p + 1] = (uint32_t)(e >> 32);
+                B[2 * p] = (uint32_t)o;
+                B[2 * p + 1] = (uint32_t)(o >> 32);
+            }
+            const uint32_t q = A[0] * mont_inv();
+            detail::mad_pairs<N, 1, false>(B, B[N - 1], m.l, q);
+            detail::mad_pairs<N, 0, true>(A, B[N - 1], m.l, q);
+        }
+        CUZK_UNROLL
+        for (int i = 1; i < N; ++i) {
+            if (i & 1)
+                mont_row(B, A, a.l, b.l[i], m.l);
+            else
+                mont_row(A, B, a.l, b.l[i], m.l);
+        }
+        detail::add_rshift1<N>(A, B);
+        MontField r;
+        CUZK_UNROLL
+        for (int j = 0; j < N; ++j) r.l[j] = A[j];
+        return reduce_once(r);
+    }
+
+    /* The same product by plain CIOS, one row chain at a time: the reference
+     * that operator* is tested against and the baseline of its benchmark.
+     * Montgomery product a*b*R^-1 mod m by CIOS (Coarsely Integrated Operand
      * Scanning; C. K. Koc, T. Acar, B. S. Kaliski Jr., "Analyzing and
      * comparing Montgomery multiplication algorithms", IEEE Micro 16(3),
      * 1996), with the accumulator cut to N+1 limbs because m < 2^(32N-1):
@@ -382,7 +709,7 @@ struct MontField {
      * (as 2m < W^N), so both rows fit in t[0..N] and every chain's final
      * carry-out is zero; after the division by W, t < 2m again. One
      * conditional subtraction gives the canonical result. */
-    CUZK_HD CUZK_INLINE friend MontField operator*(const MontField& a, const MontField& b) {
+    CUZK_HD CUZK_INLINE static MontField mul_cios(const MontField& a, const MontField& b) {
         const MontField m = modulus();
         uint32_t t[N + 1];
         CUZK_UNROLL
