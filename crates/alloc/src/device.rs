@@ -815,3 +815,244 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
         }
     }
 }
+
+/// Host <-> device copies of large arrays through two pinned staging
+/// buffers: while the GPU's copy engine moves one chunk over PCIe, the CPU
+/// (all cores, rayon) copies the next chunk between the caller's pageable
+/// memory and the other pinned buffer. A plain copy from pageable memory is
+/// staged by the driver one thread at a time; this one is limited by the
+/// slower of the PCIe link and the host's parallel memcpy.
+///
+/// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
+/// `Staging` serves one copy at a time (`&mut self`); give each worker its
+/// own.
+pub struct Staging {
+    bufs: [PinnedBuffer<u8>; 2],
+    chunk: usize,
+}
+
+/// Default chunk of a [`Staging`]: 32 MiB (two of them pinned).
+pub const DEFAULT_STAGING_CHUNK_BYTES: usize = 32 << 20;
+
+/// Copies `src` into `dst` (equal lengths) on all cores, in 1 MiB pieces.
+fn par_copy(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// The bytes of a slice of plain device-layout values.
+fn as_bytes<T: DeviceRepr>(s: &[T]) -> &[u8] {
+    // SAFETY: DeviceRepr types are plain old data with no padding
+    // requirements on reads; the byte view covers exactly the slice.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+}
+
+/// The bytes of a mutable slice of plain device-layout values.
+fn as_bytes_mut<T: DeviceRepr>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`; every byte pattern is a valid value of a
+    // DeviceRepr type for the duration of the copy, and the caller's
+    // values are fully overwritten by bytes that came from values of T.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+}
+
+impl Staging {
+    /// Two pinned buffers of `chunk_bytes` each (at least 1 MiB is
+    /// sensible; [`DEFAULT_STAGING_CHUNK_BYTES`] suits PCIe 4 and 5).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero chunk; [`Error::OutOfMemory`]
+    /// when pinned memory runs out; [`Error::NoDevice`] /
+    /// [`Error::NoCudaBuild`] without CUDA.
+    pub fn new(chunk_bytes: usize) -> Result<Self> {
+        if chunk_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "Staging::new: the chunk must be at least one byte".into(),
+            ));
+        }
+        Ok(Staging {
+            bufs: [
+                PinnedBuffer::new(chunk_bytes)?,
+                PinnedBuffer::new(chunk_bytes)?,
+            ],
+            chunk: chunk_bytes,
+        })
+    }
+
+    /// Chunk size in bytes.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk
+    }
+
+    /// Copies `src` into `dst` through the staging buffers, on `dst`'s
+    /// stream, and waits for the last chunk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`]
+    /// (the buffer's contents are then unspecified; `src` is untouched).
+    pub fn upload<T: DeviceRepr>(&mut self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
+        if src.len() != dst.len {
+            return Err(Error::InvalidArgument(format!(
+                "Staging::upload: {} elements into a buffer of {}",
+                src.len(),
+                dst.len
+            )));
+        }
+        let src = as_bytes(src);
+        let stream = dst.stream.clone();
+        let mut i = 0;
+        for (k, piece) in src.chunks(self.chunk).enumerate() {
+            let buf = &mut self.bufs[k % 2];
+            // The copy engine is still busy with chunk k-1 (other buffer);
+            // buffer k % 2 was released by the synchronize of round k-1.
+            par_copy(&mut buf[..piece.len()], piece);
+            stream.synchronize()?;
+            // SAFETY: `dst` holds src.len() bytes, `i + piece.len()` <= that;
+            // the pinned buffer holds `piece.len()` bytes and is not written
+            // again before the synchronize of the next round (or the final
+            // one) has waited for this copy.
+            check(unsafe {
+                sys::cuzk_memcpy_async(
+                    dst.memory.device,
+                    dst.ptr.0.cast::<u8>().add(i).cast(),
+                    buf.as_ptr().cast(),
+                    piece.len() as u64,
+                    stream.as_raw(),
+                )
+            })?;
+            i += piece.len();
+        }
+        stream.synchronize()
+    }
+
+    /// Copies `src` into `dst` through the staging buffers, on `src`'s
+    /// stream, waiting for every chunk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`]
+    /// (`dst` may then be partly written).
+    pub fn download<T: DeviceRepr>(&mut self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
+        if dst.len() != src.len {
+            return Err(Error::InvalidArgument(format!(
+                "Staging::download: a buffer of {} elements into {}",
+                src.len,
+                dst.len()
+            )));
+        }
+        let total = std::mem::size_of_val(dst);
+        let dst = as_bytes_mut(dst);
+        let stream = src.stream.clone();
+        let chunk = self.chunk;
+        let issue = |k: usize, bufs: &mut [PinnedBuffer<u8>; 2]| -> Result<()> {
+            let off = k * chunk;
+            let len = chunk.min(total - off);
+            // SAFETY: `src` holds `total` bytes and off + len <= total; the
+            // pinned buffer holds `len` bytes and is not read before the
+            // synchronize that follows.
+            check(unsafe {
+                sys::cuzk_memcpy_async(
+                    src.memory.device,
+                    bufs[k % 2].as_mut_ptr().cast(),
+                    src.ptr.0.cast::<u8>().add(off).cast(),
+                    len as u64,
+                    stream.as_raw(),
+                )
+            })
+        };
+        let chunks = total.div_ceil(chunk);
+        if chunks == 0 {
+            return Ok(());
+        }
+        issue(0, &mut self.bufs)?;
+        for k in 0..chunks {
+            stream.synchronize()?; // chunk k is in bufs[k % 2]
+            if k + 1 < chunks {
+                issue(k + 1, &mut self.bufs)?; // into the other buffer
+            }
+            let off = k * chunk;
+            let len = chunk.min(total - off);
+            par_copy(&mut dst[off..off + len], &self.bufs[k % 2][..len]);
+        }
+        Ok(())
+    }
+}
+
+/// One engine's host <-> device copies: arrays of at least
+/// [`StagedCopies::MIN_BYTES`] go through a [`Staging`] created on first
+/// use (two pinned chunks of [`DEFAULT_STAGING_CHUNK_BYTES`]); smaller ones,
+/// and every copy when pinned memory cannot be had, take the plain path
+/// ([`DeviceBuffer::copy_from_host`] / [`DeviceBuffer::copy_to_host`]).
+/// Calls from several threads take turns on the staging buffers.
+#[derive(Default)]
+pub struct StagedCopies {
+    slot: std::sync::Mutex<Option<Staging>>,
+}
+
+impl std::fmt::Debug for StagedCopies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedCopies").finish_non_exhaustive()
+    }
+}
+
+impl StagedCopies {
+    /// Arrays below this many bytes (4 MiB) take the plain copy.
+    pub const MIN_BYTES: usize = 4 << 20;
+
+    /// Runs `f` with the staging buffers, or returns `None` when the array
+    /// is small or pinned memory cannot be had.
+    fn with<R>(&self, bytes: usize, f: impl FnOnce(&mut Staging) -> R) -> Option<R> {
+        if bytes < Self::MIN_BYTES {
+            return None;
+        }
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Staging::new(DEFAULT_STAGING_CHUNK_BYTES).ok();
+        }
+        slot.as_mut().map(f)
+    }
+
+    /// Copies `src` into `dst` and waits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`].
+    pub fn upload<T: DeviceRepr>(&self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
+        match self.with(std::mem::size_of_val(src), |s| s.upload(dst, src)) {
+            Some(r) => r,
+            None => dst.copy_from_host(src),
+        }
+    }
+
+    /// Copies `src` into `dst` and waits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`].
+    pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
+        let bytes = std::mem::size_of_val(dst);
+        // `dst` is borrowed by the closure only when staging is used.
+        let mut dst = Some(dst);
+        match self.with(bytes, |s| s.download(src, dst.take().expect("taken once"))) {
+            Some(r) => r,
+            None => src.copy_to_host(dst.take().expect("not taken by the staging path")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_rejects_a_zero_chunk() {
+        assert!(matches!(Staging::new(0), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn par_copy_copies_every_byte() {
+        let src: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i * 7 + 3) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        par_copy(&mut dst, &src);
+        assert_eq!(dst, src);
+    }
+}

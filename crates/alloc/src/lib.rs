@@ -30,6 +30,6 @@ pub use budget::{
 };
 pub use cuzk_field::{Error, Result};
 pub use device::{
-    DeviceBuffer, DeviceMemory, HostRegistration, PinnedBuffer, Stats, Strategy, StrategyStats,
-    Stream,
+    DeviceBuffer, DeviceMemory, HostRegistration, PinnedBuffer, StagedCopies, Staging, Stats,
+    Strategy, StrategyStats, Stream, DEFAULT_STAGING_CHUNK_BYTES,
 };

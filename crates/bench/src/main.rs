@@ -67,18 +67,28 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Wall time in ms of `f`, median of `reps` runs after one warm-up.
+/// Wall time in ms of `f`: median of at least `reps` runs (more for short
+/// calls, up to 50) after a warm-up of at least one call and 200 ms.
 fn wall_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    // Warm-up: at least one call and at least 200 ms of calls, so that a
+    // GPU that idled at low clocks (while a CPU reference ran) is back at
+    // its boost clock before the timed calls; then at least `reps` timed
+    // calls and, for short calls, more until 200 ms were timed (at most 50).
+    let warm = Instant::now();
     f();
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect(),
-    )
+    while warm.elapsed().as_secs_f64() < 0.2 {
+        f();
+    }
+    let mut times = Vec::with_capacity(reps);
+    let mut spent = 0.0;
+    while times.len() < reps || (spent < 200.0 && times.len() < 50) {
+        let t = Instant::now();
+        f();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        spent += ms;
+        times.push(ms);
+    }
+    median(times)
 }
 
 struct Case<A, B> {

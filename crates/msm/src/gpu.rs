@@ -4,7 +4,7 @@ use crate::{check_lengths, sys, window_bits, MsmCurve};
 use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ff::AdditiveGroup;
-use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, Strategy, Stream};
+use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, StagedCopies, Strategy, Stream};
 use cuzk_field::layout::Xyzz;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -25,6 +25,8 @@ fn point_bytes<P: MsmCurve>(bases: &[Affine<P>]) -> &[u8] {
 struct Engine {
     mem: Arc<DeviceMemory>,
     stream: Stream,
+    /// Scalars (and copied-in bases) go up through pinned staging buffers.
+    copies: StagedCopies,
 }
 
 /// MSMs on one GPU: a stream and the device's memory manager. Cheap to
@@ -61,7 +63,11 @@ impl GpuMsm {
     pub fn with_memory(mem: Arc<DeviceMemory>) -> Result<Self> {
         let stream = Stream::new(mem.device())?;
         Ok(GpuMsm {
-            e: Arc::new(Engine { mem, stream }),
+            e: Arc::new(Engine {
+                mem,
+                stream,
+                copies: StagedCopies::default(),
+            }),
             window: None,
         })
     }
@@ -125,7 +131,7 @@ impl GpuMsm {
             .mem
             .alloc::<u8>(bytes.len(), Strategy::Async, &self.e.stream, None)?;
         if !bytes.is_empty() {
-            d.copy_from_host(bytes)?;
+            self.e.copies.upload(&mut d, bytes)?;
         }
         Ok(FixedBases {
             engine: self.clone(),
@@ -178,7 +184,7 @@ impl GpuMsm {
             bytes = self.scratch_bytes::<P>(n, batch)?;
         }
         let mut s = e.mem.alloc::<Fr>(n, Strategy::Async, &e.stream, None)?;
-        s.copy_from_host(scalars)?;
+        e.copies.upload(&mut s, scalars)?;
         let mut scratch = e
             .mem
             .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;

@@ -4,7 +4,7 @@
 use crate::{check_shape, inv_n, root_of_unity, sys, Direction, NttOptions};
 use crate::{Error, Fr, Result};
 use ark_ff::{AdditiveGroup, Field};
-use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, Strategy, Stream};
+use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, StagedCopies, Strategy, Stream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -78,6 +78,8 @@ pub struct GpuNtt {
     mem: Arc<DeviceMemory>,
     stream: Stream,
     tables: Mutex<HashMap<TableKey, Arc<PowerTables>>>,
+    /// Host-to-host transforms copy through pinned staging buffers.
+    copies: StagedCopies,
 }
 
 impl std::fmt::Debug for GpuNtt {
@@ -109,6 +111,7 @@ impl GpuNtt {
             mem,
             stream,
             tables: Mutex::new(HashMap::new()),
+            copies: StagedCopies::default(),
         })
     }
 
@@ -268,10 +271,10 @@ impl GpuNtt {
         let mut d = self
             .mem
             .alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
-        d.copy_from_host(data)?;
+        self.copies.upload(&mut d, data)?;
         self.ntt_device(&mut d, log_n, opts)?;
         self.stream.synchronize()?;
-        d.copy_to_host(data)?;
+        self.copies.download(&d, data)?;
         Ok(())
     }
 
