@@ -1,0 +1,49 @@
+/*
+ * Developer measurement: host <-> device copy bandwidth of one GPU, pinned
+ * (cudaHostAlloc) and pageable (malloc), 1 GiB each way, best of 5.
+ *
+ *   nvcc -O2 -arch=sm_90 csrc/tests/pcie_bandwidth.cu -o pcie_bandwidth
+ */
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define CHECK(x)                                                                  \
+    do {                                                                          \
+        cudaError_t e_ = (x);                                                     \
+        if (e_ != cudaSuccess) {                                                  \
+            std::printf("%s: %s\n", #x, cudaGetErrorString(e_));                  \
+            return 1;                                                             \
+        }                                                                         \
+    } while (0)
+
+int main() {
+    const size_t bytes = size_t(1) << 30;
+    void *dev, *pinned, *pageable = std::malloc(bytes);
+    CHECK(cudaMalloc(&dev, bytes));
+    CHECK(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault));
+    std::memset(pinned, 1, bytes);
+    std::memset(pageable, 1, bytes);
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    struct Case { const char* name; void* dst; const void* src; };
+    const Case cases[] = {{"H2D pinned", dev, pinned}, {"D2H pinned", pinned, dev},
+                          {"H2D pageable", dev, pageable}, {"D2H pageable", pageable, dev}};
+    for (const Case& c : cases) {
+        float best = 1e30f;
+        for (int r = 0; r < 5; ++r) {
+            CHECK(cudaEventRecord(a));
+            CHECK(cudaMemcpy(c.dst, c.src, bytes, cudaMemcpyDefault));
+            CHECK(cudaEventRecord(b));
+            CHECK(cudaEventSynchronize(b));
+            float ms;
+            CHECK(cudaEventElapsedTime(&ms, a, b));
+            if (ms < best) best = ms;
+        }
+        std::printf("%-14s 1 GiB in %7.2f ms: %6.2f GB/s\n", c.name, best, bytes / best / 1e6);
+    }
+    return 0;
+}
