@@ -817,15 +817,16 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
 }
 
 /// Host <-> device copies of large arrays through two pinned staging
-/// buffers: while the GPU's copy engine moves one chunk over PCIe, the CPU
-/// (all cores, rayon) copies the next chunk between the caller's pageable
-/// memory and the other pinned buffer. A plain copy from pageable memory is
-/// staged by the driver one thread at a time; this one is limited by the
-/// slower of the PCIe link and the host's parallel memcpy.
+/// buffers: while the GPU's copy engine moves one chunk over PCIe, a few
+/// host threads copy the next chunk between the caller's pageable memory
+/// and the other pinned buffer. A plain copy from pageable memory is staged
+/// by the driver one thread at a time; this one is limited by the slower of
+/// the PCIe link and the host's parallel memcpy (on an H200 host: 2 x 4.3 GB
+/// in about 180 ms, BENCHMARKS.md run 11).
 ///
 /// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
 /// `Staging` serves one copy at a time (`&mut self`); give each worker its
-/// own.
+/// own, or share one through [`StagedCopies`].
 pub struct Staging {
     bufs: [PinnedBuffer<u8>; 2],
     chunk: usize,
@@ -834,32 +835,54 @@ pub struct Staging {
 /// Default chunk of a [`Staging`]: 32 MiB (two of them pinned).
 pub const DEFAULT_STAGING_CHUNK_BYTES: usize = 32 << 20;
 
-/// Copies `src` into `dst` (equal lengths) on all cores, in 1 MiB pieces.
+/// Host threads of one staged memcpy (enough to saturate PCIe 5.0 x16).
+const COPY_THREADS: usize = 8;
+
+/// Copies `src` into `dst` (equal lengths) on up to [`COPY_THREADS`]
+/// scoped threads of its own. Deliberately not rayon: a rayon job would
+/// queue behind the caller's other parallel work (the prover's CPU stages)
+/// and, run from inside the pool while a [`StagedCopies`] lock is held,
+/// could pick up a job that waits for that same lock.
 fn par_copy(dst: &mut [u8], src: &[u8]) {
-    use rayon::prelude::*;
-    const PIECE: usize = 1 << 20;
-    dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    const MIN_PIECE: usize = 1 << 20;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(COPY_THREADS)
+        .min(dst.len().div_ceil(MIN_PIECE))
+        .max(1);
+    if threads == 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let piece = dst.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (d, s) in dst.chunks_mut(piece).zip(src.chunks(piece)) {
+            scope.spawn(move || d.copy_from_slice(s));
+        }
+    });
 }
 
-/// The bytes of a slice of plain device-layout values.
+/// The bytes of a slice of device-layout values.
 fn as_bytes<T: DeviceRepr>(s: &[T]) -> &[u8] {
-    // SAFETY: DeviceRepr types are plain old data with no padding
-    // requirements on reads; the byte view covers exactly the slice.
+    // SAFETY: DeviceRepr types have no padding bytes (the trait's safety
+    // contract), so every byte of the slice is initialized; u8 has no
+    // alignment requirement and the view covers exactly the slice.
     unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
 }
 
-/// The bytes of a mutable slice of plain device-layout values.
+/// The bytes of a mutable slice of device-layout values.
 fn as_bytes_mut<T: DeviceRepr>(s: &mut [T]) -> &mut [u8] {
-    // SAFETY: as in `as_bytes`; every byte pattern is a valid value of a
-    // DeviceRepr type for the duration of the copy, and the caller's
-    // values are fully overwritten by bytes that came from values of T.
+    // SAFETY: as in `as_bytes`. Every byte written through this view comes
+    // from a DeviceBuffer<T>, i.e. from values of T as the device code
+    // writes them, which the DeviceRepr contract makes valid values; a copy
+    // that fails part-way leaves whole chunks written (see
+    // Staging::download), so an element may mix old and new bytes, each
+    // half from a valid value, which the caller is told to discard.
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
 }
 
 impl Staging {
-    /// Two pinned buffers of `chunk_bytes` each (at least 1 MiB is
+    /// Two pinned buffers of `chunk_bytes` bytes each (a few MiB or more is
     /// sensible; [`DEFAULT_STAGING_CHUNK_BYTES`] suits PCIe 4 and 5).
     ///
     /// # Errors
@@ -886,12 +909,15 @@ impl Staging {
         self.chunk
     }
 
-    /// Copies `src` into `dst` through the staging buffers, on `dst`'s
-    /// stream, and waits for the last chunk.
+    /// Copies `src` (elements) into `dst`, which must hold as many, on
+    /// `dst`'s stream. Blocks until the copy is complete; it first waits for
+    /// the work already queued on that stream.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`]
-    /// (the buffer's contents are then unspecified; `src` is untouched).
+    /// [`Error::InvalidArgument`] when the lengths (in elements) differ;
+    /// [`Error::Cuda`] (or [`Error::InvalidArgument`] for a CUDA
+    /// invalid-value error) from a failed copy or synchronize, after which
+    /// the buffer's contents are unspecified; `src` is never written.
     pub fn upload<T: DeviceRepr>(&mut self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
         if src.len() != dst.len {
             return Err(Error::InvalidArgument(format!(
@@ -905,18 +931,19 @@ impl Staging {
         let mut i = 0;
         for (k, piece) in src.chunks(self.chunk).enumerate() {
             let buf = &mut self.bufs[k % 2];
-            // The copy engine is still busy with chunk k-1 (other buffer);
+            // The copy engine may still be moving chunk k-1 (other buffer);
             // buffer k % 2 was released by the synchronize of round k-1.
             par_copy(&mut buf[..piece.len()], piece);
             stream.synchronize()?;
-            // SAFETY: `dst` holds src.len() bytes, `i + piece.len()` <= that;
+            // SAFETY: `dst` holds src.len() bytes and i + piece.len() is at
+            // most that, so the device address stays inside its allocation;
             // the pinned buffer holds `piece.len()` bytes and is not written
             // again before the synchronize of the next round (or the final
             // one) has waited for this copy.
             check(unsafe {
                 sys::cuzk_memcpy_async(
                     dst.memory.device,
-                    dst.ptr.0.cast::<u8>().add(i).cast(),
+                    dst.ptr.0.cast::<u8>().wrapping_add(i).cast(),
                     buf.as_ptr().cast(),
                     piece.len() as u64,
                     stream.as_raw(),
@@ -927,12 +954,17 @@ impl Staging {
         stream.synchronize()
     }
 
-    /// Copies `src` into `dst` through the staging buffers, on `src`'s
-    /// stream, waiting for every chunk.
+    /// Copies `src` into `dst` (elements; equal lengths), on `src`'s
+    /// stream. Blocks until the copy is complete; it first waits for the
+    /// work already queued on that stream.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`]
-    /// (`dst` may then be partly written).
+    /// [`Error::InvalidArgument`] when the lengths (in elements) differ;
+    /// [`Error::Cuda`] (or [`Error::InvalidArgument`] for a CUDA
+    /// invalid-value error) from a failed copy or synchronize, after which
+    /// `dst` holds whole chunks of the new bytes followed by its old ones:
+    /// the element at a chunk boundary may be torn (mixed old and new
+    /// limbs), so discard `dst` on error.
     pub fn download<T: DeviceRepr>(&mut self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
         if dst.len() != src.len {
             return Err(Error::InvalidArgument(format!(
@@ -948,14 +980,15 @@ impl Staging {
         let issue = |k: usize, bufs: &mut [PinnedBuffer<u8>; 2]| -> Result<()> {
             let off = k * chunk;
             let len = chunk.min(total - off);
-            // SAFETY: `src` holds `total` bytes and off + len <= total; the
-            // pinned buffer holds `len` bytes and is not read before the
-            // synchronize that follows.
+            // SAFETY: `src` holds `total` bytes and off + len <= total, so the
+            // device address stays inside its allocation; the pinned buffer
+            // holds `len` bytes and is not read before the synchronize that
+            // follows.
             check(unsafe {
                 sys::cuzk_memcpy_async(
                     src.memory.device,
                     bufs[k % 2].as_mut_ptr().cast(),
-                    src.ptr.0.cast::<u8>().add(off).cast(),
+                    src.ptr.0.cast::<u8>().wrapping_add(off).cast(),
                     len as u64,
                     stream.as_raw(),
                 )
@@ -979,20 +1012,40 @@ impl Staging {
     }
 }
 
+/// State of a [`StagedCopies`]' staging buffers.
+enum StagingState {
+    Ready(Staging),
+    /// Pinned memory could not be had (the error, for `Debug`); every
+    /// later copy takes the plain path without asking again.
+    Unavailable(String),
+}
+
 /// One engine's host <-> device copies: arrays of at least
-/// [`StagedCopies::MIN_BYTES`] go through a [`Staging`] created on first
-/// use (two pinned chunks of [`DEFAULT_STAGING_CHUNK_BYTES`]); smaller ones,
-/// and every copy when pinned memory cannot be had, take the plain path
-/// ([`DeviceBuffer::copy_from_host`] / [`DeviceBuffer::copy_to_host`]).
-/// Calls from several threads take turns on the staging buffers.
+/// [`StagedCopies::MIN_BYTES`] bytes go through a [`Staging`] created on
+/// first use (two pinned chunks of [`DEFAULT_STAGING_CHUNK_BYTES`], 64 MiB
+/// of pinned host memory held until the engine is dropped; the first use
+/// calls `cudaHostAlloc`, which may wait for the device). Smaller arrays,
+/// copies that find the staging buffers busy with another thread's copy,
+/// and every copy once pinned memory could not be had, take the plain
+/// path ([`DeviceBuffer::copy_from_host`] / [`DeviceBuffer::copy_to_host`]).
+/// Every copy blocks until it is complete.
 #[derive(Default)]
 pub struct StagedCopies {
-    slot: std::sync::Mutex<Option<Staging>>,
+    /// `None` until the first copy that wants staging.
+    state: std::sync::Mutex<Option<StagingState>>,
 }
 
 impl std::fmt::Debug for StagedCopies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StagedCopies").finish_non_exhaustive()
+        let state = match self.state.try_lock().as_deref() {
+            Ok(None) => "untried".to_string(),
+            Ok(Some(StagingState::Ready(s))) => format!("ready ({} byte chunks)", s.chunk),
+            Ok(Some(StagingState::Unavailable(e))) => format!("unavailable: {e}"),
+            Err(_) => "in use".to_string(),
+        };
+        f.debug_struct("StagedCopies")
+            .field("staging", &state)
+            .finish()
     }
 }
 
@@ -1001,22 +1054,34 @@ impl StagedCopies {
     pub const MIN_BYTES: usize = 4 << 20;
 
     /// Runs `f` with the staging buffers, or returns `None` when the array
-    /// is small or pinned memory cannot be had.
+    /// is small, another thread's copy holds them, or pinned memory cannot
+    /// be had. Never waits for another copy (`try_lock`).
     fn with<R>(&self, bytes: usize, f: impl FnOnce(&mut Staging) -> R) -> Option<R> {
         if bytes < Self::MIN_BYTES {
             return None;
         }
-        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Staging::new(DEFAULT_STAGING_CHUNK_BYTES).ok();
+        let mut guard = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if guard.is_none() {
+            *guard = Some(match Staging::new(DEFAULT_STAGING_CHUNK_BYTES) {
+                Ok(s) => StagingState::Ready(s),
+                Err(e) => StagingState::Unavailable(e.to_string()),
+            });
         }
-        slot.as_mut().map(f)
+        match guard.as_mut() {
+            Some(StagingState::Ready(s)) => Some(f(s)),
+            _ => None,
+        }
     }
 
-    /// Copies `src` into `dst` and waits.
+    /// Copies `src` into `dst` (elements; equal lengths) and waits.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`].
+    /// As [`Staging::upload`] (or [`DeviceBuffer::copy_from_host`] on the
+    /// plain path): the buffer's contents are unspecified after an error.
     pub fn upload<T: DeviceRepr>(&self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
         match self.with(std::mem::size_of_val(src), |s| s.upload(dst, src)) {
             Some(r) => r,
@@ -1024,17 +1089,15 @@ impl StagedCopies {
         }
     }
 
-    /// Copies `src` into `dst` and waits.
+    /// Copies `src` into `dst` (elements; equal lengths) and waits.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] on a length mismatch; [`Error::Cuda`].
+    /// As [`Staging::download`] (or [`DeviceBuffer::copy_to_host`] on the
+    /// plain path): discard `dst` after an error.
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
-        let bytes = std::mem::size_of_val(dst);
-        // `dst` is borrowed by the closure only when staging is used.
-        let mut dst = Some(dst);
-        match self.with(bytes, |s| s.download(src, dst.take().expect("taken once"))) {
+        match self.with(std::mem::size_of_val(dst), |s| s.download(src, &mut *dst)) {
             Some(r) => r,
-            None => src.copy_to_host(dst.take().expect("not taken by the staging path")),
+            None => src.copy_to_host(dst),
         }
     }
 }
@@ -1050,9 +1113,16 @@ mod tests {
 
     #[test]
     fn par_copy_copies_every_byte() {
-        let src: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i * 7 + 3) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        par_copy(&mut dst, &src);
-        assert_eq!(dst, src);
+        for len in [0usize, 1, (1 << 20) - 1, (3 << 20) + 5, (17 << 20) + 3] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut dst = vec![0u8; len];
+            par_copy(&mut dst, &src);
+            assert!(dst == src, "length {len}");
+        }
+    }
+
+    #[test]
+    fn staged_copies_debug_says_untried() {
+        assert!(format!("{:?}", StagedCopies::default()).contains("untried"));
     }
 }

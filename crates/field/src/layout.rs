@@ -24,9 +24,11 @@ pub use ark_bls12_381::{Fq as Fp, Fq2 as Fp2, Fr, G1Affine, G1Projective, G2Affi
 ///
 /// # Safety
 /// Implementors must be plain data with a layout fixed by this crate's
-/// compile-time assertions (size, alignment, field offsets), valid for every
-/// bit pattern the device code writes (field elements in Montgomery form
-/// below the modulus, points as documented in [`crate::layout`]).
+/// compile-time assertions (size, alignment, field offsets), with no
+/// padding bytes (so every byte of a value is initialized and a slice may
+/// be viewed as bytes), valid for every bit pattern the device code writes
+/// (field elements in Montgomery form below the modulus, points as
+/// documented in [`crate::layout`]).
 pub unsafe trait DeviceRepr: Copy + Send + Sync + 'static {}
 
 // SAFETY: (this and every impl below) the layouts are asserted at compile time below;

@@ -30,7 +30,10 @@ struct Engine {
 }
 
 /// MSMs on one GPU: a stream and the device's memory manager. Cheap to
-/// clone (shared); calls are serialized on its stream.
+/// clone (shared); calls are serialized on its stream. Scalars and
+/// copied-in bases of 4 MiB or more go up through pinned staging buffers
+/// ([`cuzk_alloc::StagedCopies`]: 64 MiB of pinned host memory, taken on
+/// first use and held by the engine).
 #[derive(Clone)]
 pub struct GpuMsm {
     e: Arc<Engine>,

@@ -73,7 +73,9 @@ enum TableKey {
 /// NTTs on one GPU. Keeps a stream, the device's memory manager and the
 /// twiddle tables of every (size, direction, coset) used so far (two tables
 /// of about 2^(log_n/2) elements each: 1 MiB at 2^28). Share one per device;
-/// calls are serialized on its stream.
+/// calls are serialized on its stream. Host-to-host transforms of 4 MiB or
+/// more copy through pinned staging buffers ([`cuzk_alloc::StagedCopies`]:
+/// 64 MiB of pinned host memory, taken on first use and held).
 pub struct GpuNtt {
     mem: Arc<DeviceMemory>,
     stream: Stream,
