@@ -817,9 +817,9 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
 }
 
 /// Host <-> device copies of large arrays through two pinned staging
-/// buffers: while the GPU's copy engine moves one chunk over PCIe, a few
-/// host threads copy the next chunk between the caller's pageable memory
-/// and the other pinned buffer. A plain copy from pageable memory is staged
+/// buffers: while the GPU's copy engine moves one chunk over PCIe, the
+/// staging's own host threads (up to 8) copy the next chunk between the
+/// caller's pageable memory and the other pinned buffer. A plain copy from pageable memory is staged
 /// by the driver one thread at a time; this one is limited by the slower of
 /// the PCIe link and the host's parallel memcpy (on an H200 host: 2 x 4.3 GB
 /// in about 180 ms, BENCHMARKS.md run 11).
@@ -830,6 +830,7 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
 pub struct Staging {
     bufs: [PinnedBuffer<u8>; 2],
     chunk: usize,
+    pool: rayon::ThreadPool,
 }
 
 /// Default chunk of a [`Staging`]: 32 MiB (two of them pinned).
@@ -838,28 +839,32 @@ pub const DEFAULT_STAGING_CHUNK_BYTES: usize = 32 << 20;
 /// Host threads of one staged memcpy (enough to saturate PCIe 5.0 x16).
 const COPY_THREADS: usize = 8;
 
-/// Copies `src` into `dst` (equal lengths) on up to [`COPY_THREADS`]
-/// scoped threads of its own. Deliberately not rayon: a rayon job would
-/// queue behind the caller's other parallel work (the prover's CPU stages)
-/// and, run from inside the pool while a [`StagedCopies`] lock is held,
-/// could pick up a job that waits for that same lock.
-fn par_copy(dst: &mut [u8], src: &[u8]) {
-    const MIN_PIECE: usize = 1 << 20;
+/// Copies `src` into `dst` (equal lengths) on `pool`, in 1 MiB pieces.
+/// The pool is the [`Staging`]'s own (never rayon's global one): its
+/// workers run nothing but these copies, so a copy neither queues behind
+/// the caller's other parallel work (the prover's CPU stages) nor runs,
+/// under a [`StagedCopies`] lock, a job that waits for that lock; and its
+/// threads are started once, not for every chunk.
+fn par_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    pool.install(|| {
+        dst.par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s))
+    });
+}
+
+/// The copy threads of one [`Staging`].
+fn copy_pool() -> Result<rayon::ThreadPool> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(COPY_THREADS)
-        .min(dst.len().div_ceil(MIN_PIECE))
-        .max(1);
-    if threads == 1 {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let piece = dst.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        for (d, s) in dst.chunks_mut(piece).zip(src.chunks(piece)) {
-            scope.spawn(move || d.copy_from_slice(s));
-        }
-    });
+        .min(COPY_THREADS);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("cuzk-staging-{i}"))
+        .build()
+        .map_err(|e| Error::Internal(format!("Staging: cannot start its copy threads: {e}")))
 }
 
 /// The bytes of a slice of device-layout values.
@@ -901,6 +906,7 @@ impl Staging {
                 PinnedBuffer::new(chunk_bytes)?,
             ],
             chunk: chunk_bytes,
+            pool: copy_pool()?,
         })
     }
 
@@ -933,7 +939,7 @@ impl Staging {
             let buf = &mut self.bufs[k % 2];
             // The copy engine may still be moving chunk k-1 (other buffer);
             // buffer k % 2 was released by the synchronize of round k-1.
-            par_copy(&mut buf[..piece.len()], piece);
+            par_copy(&self.pool, &mut buf[..piece.len()], piece);
             stream.synchronize()?;
             // SAFETY: `dst` holds src.len() bytes and i + piece.len() is at
             // most that, so the device address stays inside its allocation;
@@ -1006,7 +1012,11 @@ impl Staging {
             }
             let off = k * chunk;
             let len = chunk.min(total - off);
-            par_copy(&mut dst[off..off + len], &self.bufs[k % 2][..len]);
+            par_copy(
+                &self.pool,
+                &mut dst[off..off + len],
+                &self.bufs[k % 2][..len],
+            );
         }
         Ok(())
     }
@@ -1113,10 +1123,11 @@ mod tests {
 
     #[test]
     fn par_copy_copies_every_byte() {
+        let pool = copy_pool().unwrap();
         for len in [0usize, 1, (1 << 20) - 1, (3 << 20) + 5, (17 << 20) + 3] {
             let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
             let mut dst = vec![0u8; len];
-            par_copy(&mut dst, &src);
+            par_copy(&pool, &mut dst, &src);
             assert!(dst == src, "length {len}");
         }
     }
