@@ -211,6 +211,44 @@ struct Ptx<8> {
             : "+&r"(y[0]), "+&r"(y[1]), "+&r"(y[2]), "+&r"(y[3]), "+&r"(y[4]), "+&r"(y[5]), "+&r"(y[6]), "+&r"(y[7])
             : "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(x[4]), "r"(x[5]), "r"(x[6]), "r"(x[7]));
     }
+    /* As mad_pairs_top / mad_pairs with the first pair given as (lo, hi)
+     * instead of a[OFF]*b: x[0] += lo, x[1] += hi, then the pairs
+     * a[2p+OFF]*b, p >= 1. Used for moduli whose two low limbs make q*m[0]
+     * and q*m[1] free (MontField::kLowOneMinus).
+     * %0..%7 = x, %8 = top, %9 = b, %10 = lo, %11 = hi, %12.. = a[2+OFF], ... */
+    template <int OFF>
+    static __device__ __forceinline__ void add_mad_pairs_top(uint32_t (&x)[8], uint32_t& top,
+                                                             uint32_t lo, uint32_t hi,
+                                                             const uint32_t (&a)[8], uint32_t b) {
+        asm(
+        "add.cc.u32 %0, %0, %10;\n\t"
+        "addc.cc.u32 %1, %1, %11;\n\t"
+        "madc.lo.cc.u32 %2, %12, %9, %2;\n\t"
+        "madc.hi.cc.u32 %3, %12, %9, %3;\n\t"
+        "madc.lo.cc.u32 %4, %13, %9, %4;\n\t"
+        "madc.hi.cc.u32 %5, %13, %9, %5;\n\t"
+        "madc.lo.cc.u32 %6, %14, %9, %6;\n\t"
+        "madc.hi.cc.u32 %7, %14, %9, %7;\n\t"
+        "addc.u32 %8, %8, 0;"
+            : "+&r"(x[0]), "+&r"(x[1]), "+&r"(x[2]), "+&r"(x[3]), "+&r"(x[4]), "+&r"(x[5]), "+&r"(x[6]), "+&r"(x[7]), "+&r"(top)
+            : "r"(b), "r"(lo), "r"(hi), "r"(a[2 + OFF]), "r"(a[4 + OFF]), "r"(a[6 + OFF]));
+    }
+    /* %0..%7 = x, %8 = b, %9 = lo, %10 = hi, %11.. = a[2+OFF], ... */
+    template <int OFF>
+    static __device__ __forceinline__ void add_mad_pairs(uint32_t (&x)[8], uint32_t lo, uint32_t hi,
+                                                         const uint32_t (&a)[8], uint32_t b) {
+        asm(
+        "add.cc.u32 %0, %0, %9;\n\t"
+        "addc.cc.u32 %1, %1, %10;\n\t"
+        "madc.lo.cc.u32 %2, %11, %8, %2;\n\t"
+        "madc.hi.cc.u32 %3, %11, %8, %3;\n\t"
+        "madc.lo.cc.u32 %4, %12, %8, %4;\n\t"
+        "madc.hi.cc.u32 %5, %12, %8, %5;\n\t"
+        "madc.lo.cc.u32 %6, %13, %8, %6;\n\t"
+        "madc.hi.u32 %7, %13, %8, %7;"
+            : "+&r"(x[0]), "+&r"(x[1]), "+&r"(x[2]), "+&r"(x[3]), "+&r"(x[4]), "+&r"(x[5]), "+&r"(x[6]), "+&r"(x[7])
+            : "r"(b), "r"(lo), "r"(hi), "r"(a[2 + OFF]), "r"(a[4 + OFF]), "r"(a[6 + OFF]));
+    }
 };
 
 template <>
@@ -497,6 +535,37 @@ CUZK_HD CUZK_INLINE void mad_pairs(uint32_t (&x)[N], uint32_t& top, const uint32
 #endif
 }
 
+/* As mad_pairs with the first pair given as (lo, hi) instead of a[OFF]*b
+ * (MontField::kLowOneMinus). Only N = 8 has a PTX chain. */
+template <int N, int OFF, bool kTop>
+CUZK_HD CUZK_INLINE void add_mad_pairs(uint32_t (&x)[N], uint32_t& top, uint32_t lo, uint32_t hi,
+                                       const uint32_t (&a)[N], uint32_t b) {
+#ifdef __CUDA_ARCH__
+    static_assert(N == 8, "add_mad_pairs: PTX chain only for 8 limbs");
+    if constexpr (kTop)
+        Ptx<N>::template add_mad_pairs_top<OFF>(x, top, lo, hi, a, b);
+    else
+        Ptx<N>::template add_mad_pairs<OFF>(x, lo, hi, a, b);
+#else
+    uint64_t s = (uint64_t)x[0] + lo;
+    x[0] = (uint32_t)s;
+    uint32_t c = (uint32_t)(s >> 32);
+    s = (uint64_t)x[1] + hi + c;
+    x[1] = (uint32_t)s;
+    c = (uint32_t)(s >> 32);
+    for (int p = 1; p < N / 2; ++p) {
+        const uint64_t t = (uint64_t)a[2 * p + OFF] * b;
+        s = (uint64_t)x[2 * p] + (uint32_t)t + c;
+        x[2 * p] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+        s = (uint64_t)x[2 * p + 1] + (t >> 32) + c;
+        x[2 * p + 1] = (uint32_t)s;
+        c = (uint32_t)(s >> 32);
+    }
+    if (kTop) top += c;
+#endif
+}
+
 /* y[0..N-2] += x[1..N-1] with the carry into y[N-1]; the final carry is 0. */
 template <int N>
 CUZK_HD CUZK_INLINE void add_rshift1(uint32_t (&y)[N], const uint32_t (&x)[N]) {
@@ -630,9 +699,37 @@ struct MontField {
                                              const uint32_t (&m)[N]) {
         detail::add_rshift2_mad_odd<N>(X[0], Y, a, bi);
         detail::mad_pairs<N, 0, true>(X, Y[N - 1], a, bi);
+        reduce_row(X, Y, m);
+    }
+
+    /* True when m[0] = 1 and m[1] = 2^32 - 1 (so m = 1 - W + W^2 k, as
+     * BLS12-381's r = 0x73ed...ffffffff00000001). Then INV = W - 1, q = -X[0]
+     * mod W, and the two lowest pairs of q*m need no multiply:
+     *   q*m[0] = (lo q, hi 0), and X[0] + q = 0 mod W;
+     *   q*m[1] = q*W - q = (lo (-q mod W) = X[0], hi q - [q != 0]).
+     * That removes two of the N/2 + N/2 lo/hi multiply pairs of each row's
+     * reduction (an eighth of Fr's multiply pairs). */
+    static constexpr bool kLowOneMinus =
+#ifdef CUZK_FF_GENERIC_REDUCE /* developer switch, for measuring the difference */
+        false;
+#else
+        P::modulus(0) == 1u && P::modulus(1) == 0xffffffffu;
+#endif
+
+    /* Steps C3, C4 of a row (see operator*): q = X[0] * INV, Y += m_odd*q,
+     * X += m_even*q with the carry into Y[N-1]. */
+    CUZK_HD CUZK_INLINE static void reduce_row(uint32_t (&X)[N], uint32_t (&Y)[N],
+                                               const uint32_t (&m)[N]) {
         const uint32_t q = X[0] * mont_inv();
-        detail::mad_pairs<N, 1, false>(Y, Y[N - 1], m, q);
-        detail::mad_pairs<N, 0, true>(X, Y[N - 1], m, q);
+        if constexpr (kLowOneMinus) {
+            static_assert(P::INV == 0xffffffffu, "kLowOneMinus moduli have INV = 2^32 - 1");
+            const uint32_t hi1 = (q > 1u ? q : 1u) - 1u; /* q - [q != 0] */
+            detail::add_mad_pairs<N, 1, false>(Y, Y[N - 1], X[0], hi1, m, q);
+            detail::add_mad_pairs<N, 0, true>(X, Y[N - 1], q, 0u, m, q);
+        } else {
+            detail::mad_pairs<N, 1, false>(Y, Y[N - 1], m, q);
+            detail::mad_pairs<N, 0, true>(X, Y[N - 1], m, q);
+        }
     }
 
     /* Montgomery product a*b*R^-1 mod m: CIOS (see mul_cios below) with the
@@ -676,9 +773,7 @@ struct MontField {
                 B[2 * p] = (uint32_t)o;
                 B[2 * p + 1] = (uint32_t)(o >> 32);
             }
-            const uint32_t q = A[0] * mont_inv();
-            detail::mad_pairs<N, 1, false>(B, B[N - 1], m.l, q);
-            detail::mad_pairs<N, 0, true>(A, B[N - 1], m.l, q);
+            reduce_row(A, B, m.l);
         }
         CUZK_UNROLL
         for (int i = 1; i < N; ++i) {
