@@ -106,6 +106,8 @@ __device__ __forceinline__ void dif_group(Fr* sh, const Fr* roots, uint32_t log_
 
 // One four-step pass over every vector of the batch.
 //   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
+//   tw_full: null, or w_B^k for k < B (then the twiddles between passes are
+//   loads instead of two-level products: one Fr multiply an element less);
 //   log_r: radix R of this pass; columns have stride C = B / R;
 //   log_w: columns per tile (tile = R x W elements).
 // Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
@@ -113,7 +115,7 @@ template <int MAXG, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
 ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,
          const Fr* __restrict__ tw_lo, const Fr* __restrict__ tw_hi, uint32_t lo_bits,
-         uint64_t tiles) {
+         const Fr* __restrict__ tw_full, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
     Fr* sh = reinterpret_cast<Fr*>(smem_raw);
     Fr* roots = sh + (1u << (log_r + log_w));  // w_R^j, j < R/2
@@ -156,8 +158,10 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
             Fr v = load_fr(&sh[i]);
             if (twiddle) {
                 const uint64_t c = (group << log_w) + k;
-                const uint64_t e = ((uint64_t)bitrev(p, log_r) * c) << (log_n - log_b);
-                if (e != 0) v = v * power(tw_lo, tw_hi, lo_bits, e);
+                const uint64_t e = (uint64_t)bitrev(p, log_r) * c;  // < B
+                if (e != 0)
+                    v = v * (tw_full ? load_fr(tw_full + e)
+                                     : power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b)));
             }
             store_fr(data + base + k + ((uint64_t)p << log_c), v);
         }
@@ -177,6 +181,28 @@ __global__ void bit_reverse_kernel(Fr* data, uint32_t log_n, uint64_t total) {
             store_fr(a + r, x);
         }
     }
+}
+
+__global__ void powers_kernel(Fr* out, uint32_t log_b, uint32_t shift, const Fr* lo, const Fr* hi,
+                              uint32_t lo_bits) {
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << log_b);
+         k += (uint64_t)gridDim.x * blockDim.x)
+        store_fr(out + k, power(lo, hi, lo_bits, k << shift));
+}
+
+// The pass plan of cuzk_ntt_dif: log_n split into passes of at most
+// kMaxPass bits, as even as possible (ceil share of what is left first);
+// log_b[p] is pass p's sub-problem size. Returns the number of passes.
+uint32_t plan_passes(uint32_t log_n, uint32_t (&log_b)[8], uint32_t (&log_r)[8]) {
+    const uint32_t passes = (log_n + kMaxPass - 1) / kMaxPass;
+    uint32_t b = log_n;
+    for (uint32_t p = 0; p < passes; ++p) {
+        const uint32_t left = passes - p;
+        log_b[p] = b;
+        log_r[p] = (b + left - 1) / left;
+        b -= log_r[p];
+    }
+    return passes;
 }
 
 __global__ void scale_powers_kernel(Fr* data, uint32_t log_n, uint64_t total, const Fr* g_lo,
@@ -217,16 +243,19 @@ cuzk_status grid_for(int32_t device, uint64_t work, uint32_t threads, uint32_t* 
 extern "C" {
 
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
-                         const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
+                         const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
+                         const void* const* pass_tw, uint32_t pass_tw_count, void* stream) {
     return guard("cuzk_ntt_dif", [&]() -> cuzk_status {
         CUZK_NEED(log_n <= 32, "cuzk_ntt_dif: log_n = %u exceeds Fr's two-adicity (32)", log_n);
         CUZK_NEED(data && tw_lo && tw_hi, "cuzk_ntt_dif: null pointer");
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_dif: lo_bits %u > log_n %u", lo_bits, log_n);
+        CUZK_NEED(pass_tw || pass_tw_count == 0, "cuzk_ntt_dif: null pass_tw with count %u",
+                  pass_tw_count);
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
         using Kernel = void (*)(Fr*, uint32_t, uint32_t, uint32_t, uint32_t, const Fr*, const Fr*,
-                                uint32_t, uint64_t);
+                                uint32_t, const Fr*, uint64_t);
         const Kernel kernels[kNumVariants] = {ntt_pass<1, 1>, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
         const Kernel kernel = kernels[variant];
@@ -236,12 +265,10 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
                                            (int)smem_max));
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        // Split log_n into passes of at most kMaxPass bits, as even as possible.
-        const uint32_t passes = (log_n + kMaxPass - 1) / kMaxPass;
-        uint32_t log_b = log_n;
+        uint32_t plan_b[8], plan_r[8];
+        const uint32_t passes = plan_passes(log_n, plan_b, plan_r);
         for (uint32_t p = 0; p < passes; ++p) {
-            const uint32_t left = passes - p;
-            const uint32_t log_r = (log_b + left - 1) / left;  // ceil share of what is left
+            const uint32_t log_b = plan_b[p], log_r = plan_r[p];
             const uint32_t log_c = log_b - log_r;
             uint32_t log_w = kTileLog > log_r ? kTileLog - log_r : 0;
             if (log_w > log_c) log_w = log_c;
@@ -251,12 +278,42 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const size_t smem = (sizeof(Fr) << (log_r + log_w)) + (sizeof(Fr) << (log_r - 1));
             const uint64_t cap = (uint64_t)sms * 8;
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
+            const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
-                tiles);
+                full, tiles);
             CUZK_CUDA_TRY(cudaGetLastError());
-            log_b -= log_r;
         }
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_plan(uint32_t log_n, uint32_t* log_b, uint32_t capacity, uint32_t* passes) {
+    return guard("cuzk_ntt_plan", [&]() -> cuzk_status {
+        CUZK_NEED(log_n <= 32, "cuzk_ntt_plan: log_n = %u > 32", log_n);
+        CUZK_NEED(passes && (log_b || capacity == 0), "cuzk_ntt_plan: null out-pointer");
+        uint32_t b[8], r[8];
+        const uint32_t n = log_n == 0 ? 0 : plan_passes(log_n, b, r);
+        *passes = n;
+        for (uint32_t p = 0; p < n && p < capacity; ++p) log_b[p] = b[p];
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
+                            const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
+    return guard("cuzk_ntt_powers", [&]() -> cuzk_status {
+        CUZK_NEED(log_b <= log_n && log_n <= 32, "cuzk_ntt_powers: log_b %u, log_n %u (need log_b <= log_n <= 32)",
+                  log_b, log_n);
+        CUZK_NEED(out && tw_lo && tw_hi, "cuzk_ntt_powers: null pointer");
+        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_powers: lo_bits %u > log_n %u", lo_bits, log_n);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, 1ull << log_b, 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
+            (Fr*)out, log_b, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
+        CUZK_CUDA_TRY(cudaGetLastError());
         return ok();
     });
 }

@@ -199,6 +199,38 @@ fn gpu_every_size_and_option_once() {
     ));
 }
 
+/// The engine's default keeps full twiddle tables for every pass up to
+/// 2^25 elements, so the tests above run that path; this one turns them off
+/// and runs the two-level twiddle products (which 2^27 and 2^28 use for
+/// their first pass) at every size with two or more passes.
+#[test]
+fn gpu_two_level_twiddles_match_the_cpu() {
+    if gpu_or_skip("ntt gpu tests").is_none() {
+        return;
+    }
+    let g = GpuNtt::new(0)
+        .expect("GPU NTT engine")
+        .with_full_twiddle_limit(0);
+    let mut r = rng("gpu_two_level_twiddles_match_the_cpu");
+    let mut cases = 0;
+    for log_n in 10..=21u32 {
+        let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
+        for opts in [
+            NttOptions::forward(),
+            NttOptions::inverse().with_order(Order::RN),
+            NttOptions::forward()
+                .with_order(Order::NR)
+                .on_default_coset(),
+        ] {
+            gpu_vs_cpu(&g, &a, log_n, opts).unwrap();
+            cases += 1;
+        }
+    }
+    report(&format!(
+        "ntt: GPU with two-level twiddles = CPU for {cases} cases, log sizes 10..=21"
+    ));
+}
+
 #[test]
 fn gpu_batches_and_spot_checks_at_2_24_and_2_27() {
     let Some(g) = engine() else { return };

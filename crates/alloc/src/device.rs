@@ -818,7 +818,7 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
 
 /// Host <-> device copies of large arrays through two pinned staging
 /// buffers: while the GPU's copy engine moves one chunk over PCIe, the
-/// staging's own host threads (up to 8) copy the next chunk between the
+/// staging's own host threads (up to 16) copy the next chunk between the
 /// caller's pageable memory and the other pinned buffer. A plain copy from pageable memory is staged
 /// by the driver one thread at a time; this one is limited by the slower of
 /// the PCIe link and the host's parallel memcpy (on an H200 host: 2 x 4.3 GB
@@ -836,8 +836,11 @@ pub struct Staging {
 /// Default chunk of a [`Staging`]: 32 MiB (two of them pinned).
 pub const DEFAULT_STAGING_CHUNK_BYTES: usize = 32 << 20;
 
-/// Host threads of one staged memcpy (enough to saturate PCIe 5.0 x16).
-const COPY_THREADS: usize = 8;
+/// Host threads of one staged memcpy, at most. Pageable-to-pinned memcpy
+/// runs at a few GB/s a thread; on the H200's 16-core host, 8 threads left
+/// a 2^27 host-to-host NTT at 251.8 ms where rayon's 16 had given 226.5 ms
+/// (BENCHMARKS.md, session 4), below PCIe 5.0's 55 GB/s a direction.
+const COPY_THREADS: usize = 16;
 
 /// Copies `src` into `dst` (equal lengths) on `pool`, in 1 MiB pieces.
 /// The pool is the [`Staging`]'s own (never rayon's global one): its

@@ -21,6 +21,10 @@ struct PowerTables {
     /// For the inverse root's tables: n^-1 on the device (the inverse's
     /// scale), kept with them so that no call uploads or waits for it.
     n_inv: Option<DeviceBuffer<Fr>>,
+    /// For a root's tables: per pass of the transform (`cuzk_ntt_plan`),
+    /// the full table of that pass's twiddles (`w^(k 2^(log_n - log_b))`,
+    /// k < 2^log_b), where it fits [`GpuNtt::with_full_twiddle_limit`].
+    pass_tw: Vec<Option<DeviceBuffer<Fr>>>,
 }
 
 impl PowerTables {
@@ -46,7 +50,57 @@ impl PowerTables {
             hi,
             lo_bits,
             n_inv: None,
+            pass_tw: Vec::new(),
         })
+    }
+
+    /// Adds the full twiddle table of every pass whose table takes at most
+    /// `max_bytes` (32 bytes an element) and fits the memory budget; the
+    /// others keep the two-level products. Queued on `stream`.
+    fn with_pass_tables(
+        mut self,
+        mem: &Arc<DeviceMemory>,
+        stream: &Stream,
+        log_n: u32,
+        max_bytes: u64,
+    ) -> Result<Self> {
+        let mut log_b = [0u32; 8];
+        let mut passes = 0u32;
+        // SAFETY: out-pointers to 8 entries and a count; no GPU work.
+        check(unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) })?;
+        // The last pass makes no twiddles.
+        for &b in log_b.iter().take((passes as usize).saturating_sub(1)) {
+            let bytes = (std::mem::size_of::<Fr>() as u64) << b;
+            if bytes > max_bytes {
+                self.pass_tw.push(None);
+                continue;
+            }
+            let mut t = match mem.alloc::<Fr>(1usize << b, Strategy::Sync, stream, None) {
+                Ok(t) => t,
+                // No room: this pass keeps the two-level products.
+                Err(Error::OutOfMemory(_)) => {
+                    self.pass_tw.push(None);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            // SAFETY: `t` holds 2^b elements; the two-level tables hold
+            // 2^lo_bits and 2^(log_n - lo_bits); all on this device.
+            check(unsafe {
+                sys::cuzk_ntt_powers(
+                    mem.device(),
+                    t.as_mut_ptr().cast(),
+                    b,
+                    log_n,
+                    self.lo.as_ptr().cast(),
+                    self.hi.as_ptr().cast(),
+                    self.lo_bits,
+                    stream.as_raw(),
+                )
+            })?;
+            self.pass_tw.push(Some(t));
+        }
+        Ok(self)
     }
 
     /// Adds n^-1 (for the inverse transform of size 2^log_n).
@@ -82,7 +136,15 @@ pub struct GpuNtt {
     tables: Mutex<HashMap<TableKey, Arc<PowerTables>>>,
     /// Host-to-host transforms copy through pinned staging buffers.
     copies: StagedCopies,
+    /// Largest full twiddle table of one pass, in bytes.
+    full_twiddle_max_bytes: u64,
 }
+
+/// Default of [`GpuNtt::with_full_twiddle_limit`]: 1 GiB, the table of a
+/// 2^25-element pass. With it a 2^24 transform keeps full tables for both
+/// of its twiddle passes (512 MiB + 2 MiB), a 2^27 one for its second
+/// (8 MiB) while its first (4 GiB) keeps the two-level products.
+pub const DEFAULT_FULL_TWIDDLE_MAX_BYTES: u64 = 1 << 30;
 
 impl std::fmt::Debug for GpuNtt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,7 +176,22 @@ impl GpuNtt {
             stream,
             tables: Mutex::new(HashMap::new()),
             copies: StagedCopies::default(),
+            full_twiddle_max_bytes: DEFAULT_FULL_TWIDDLE_MAX_BYTES,
         })
+    }
+
+    /// Sets the largest full twiddle table (bytes) that one pass of a
+    /// transform may keep on the device (default
+    /// [`DEFAULT_FULL_TWIDDLE_MAX_BYTES`]; 0 turns them off). A pass of
+    /// sub-problem size B = 2^log_b between two shared-memory rounds needs
+    /// B twiddles; with a full table (32 B x B, built once per size and
+    /// direction on first use, from the memory budget) each is a load
+    /// instead of a two-level product: one Fr multiply an element less,
+    /// 7-9% of a forward transform on the H200 (BENCHMARKS.md). Tables
+    /// already built keep their size.
+    pub fn with_full_twiddle_limit(mut self, bytes: u64) -> Self {
+        self.full_twiddle_max_bytes = bytes;
+        self
     }
 
     /// The memory manager (for device buffers to transform).
@@ -135,6 +212,14 @@ impl GpuNtt {
         let mut tables = PowerTables::new(&self.mem, &self.stream, w, log_n)?;
         if matches!(key, TableKey::Root { inverse: true, .. }) {
             tables = tables.with_n_inv(&self.mem, &self.stream, log_n)?;
+        }
+        if matches!(key, TableKey::Root { .. }) {
+            tables = tables.with_pass_tables(
+                &self.mem,
+                &self.stream,
+                log_n,
+                self.full_twiddle_max_bytes,
+            )?;
         }
         let x = Arc::new(tables);
         t.insert(key, x.clone());
@@ -215,8 +300,15 @@ impl GpuNtt {
             // held by the engine's table cache, which outlives the kernel.
             check(unsafe { sys::cuzk_ntt_scale_powers(dev, ptr, log_n, batch, lo, hi, bits, f, s) })
         };
+        let pass_tw: Vec<*const std::ffi::c_void> = rt
+            .pass_tw
+            .iter()
+            .map(|t| t.as_ref().map_or(std::ptr::null(), |t| t.as_ptr().cast()))
+            .collect();
         let dif = || {
-            // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements.
+            // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements,
+            // and per pass null or 2^log_b[p] elements (with_pass_tables),
+            // all held by the table cache, which outlives the kernels.
             check(unsafe {
                 sys::cuzk_ntt_dif(
                     dev,
@@ -226,6 +318,8 @@ impl GpuNtt {
                     rt.lo.as_ptr().cast(),
                     rt.hi.as_ptr().cast(),
                     rt.lo_bits,
+                    pass_tw.as_ptr(),
+                    pass_tw.len() as u32,
                     s,
                 )
             })

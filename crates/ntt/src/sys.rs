@@ -48,6 +48,28 @@ unsafe extern "C" {
         tw_lo: *const ::core::ffi::c_void,
         tw_hi: *const ::core::ffi::c_void,
         lo_bits: u32,
+        pass_tw: *const *const ::core::ffi::c_void,
+        pass_tw_count: u32,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_ntt_plan(
+        log_n: u32,
+        log_b: *mut u32,
+        capacity: u32,
+        passes: *mut u32,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_ntt_powers(
+        device: i32,
+        out: *mut ::core::ffi::c_void,
+        log_b: u32,
+        log_n: u32,
+        tw_lo: *const ::core::ffi::c_void,
+        tw_hi: *const ::core::ffi::c_void,
+        lo_bits: u32,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }

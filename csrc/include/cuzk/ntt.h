@@ -32,9 +32,26 @@ extern "C" {
  * w of order 2^log_n given by its two-level tables (tw_lo: 2^lo_bits
  * entries, tw_hi: 2^(log_n - lo_bits) entries). Four-step decomposition
  * (Bailey 1990): passes of up to 2^CUZK_NTT_MAX_PASS_BITS-point DFTs in
- * shared memory with twiddle multiplies between passes. log_n <= 32. */
+ * shared memory with twiddle multiplies between passes (see cuzk_ntt_plan).
+ * pass_tw (pass_tw_count entries, may be null when the count is 0): entry
+ * p null, or the full table w_B^k = w^(k * 2^(log_n - log_b[p])) for
+ * k < B = 2^log_b[p] made by cuzk_ntt_powers, which replaces pass p's
+ * two-level twiddle products by loads (one Fr multiply an element less).
+ * log_n <= 32. */
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
-                         const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream);
+                         const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
+                         const void* const* pass_tw, uint32_t pass_tw_count, void* stream);
+
+/* The pass plan of cuzk_ntt_dif for size 2^log_n (no GPU work): *passes
+ * gets the number of passes, log_b[p] (p < capacity) pass p's sub-problem
+ * size (log_b[0] = log_n). A pass with log_b[p] == log_b of the last pass
+ * makes no twiddles. */
+cuzk_status cuzk_ntt_plan(uint32_t log_n, uint32_t* log_b, uint32_t capacity, uint32_t* passes);
+
+/* out[k] = w^(k * 2^(log_n - log_b)) for k < 2^log_b, w given by its
+ * two-level tables as in cuzk_ntt_dif: the full twiddle table of a pass. */
+cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
+                            const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream);
 
 /* In-place bit-reversal permutation of every vector of the batch. */
 cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uint64_t batch,
