@@ -253,8 +253,10 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
         fmt_bytes(end_free),
         mem.stats()
     ));
-    // Diagnostics for the device log: which strategy, if any, moves
-    // cudaMemGetInfo's free figure on its own (100 single-thread cycles each).
+    // Each strategy alone, 100 single-thread cycles: the synchronous and
+    // stream-ordered ones must give cudaMemGetInfo's free figure back to
+    // within 1 MiB; managed memory within the driver's retention.
+    let mut drift_failures = Vec::new();
     for strategy in Strategy::ALL {
         let mut r = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(1);
         let before = settled_free(&mem);
@@ -267,14 +269,43 @@ fn random_cycles_from_four_threads_with_injected_failures_leak_nothing() {
             "free-memory drift of {strategy:?} alone over 100 cycles: {:+} KiB",
             (after as i64 - before as i64) / 1024
         ));
+        let slack = if strategy == Strategy::Unified {
+            MANAGED_DRIVER_RETENTION
+        } else {
+            MIB
+        };
+        if after.abs_diff(before) > slack {
+            drift_failures.push(format!(
+                "{strategy:?}: {} before, {} after",
+                fmt_bytes(before),
+                fmt_bytes(after)
+            ));
+        }
     }
+    assert!(drift_failures.is_empty(), "{drift_failures:?}");
+    let slack = if strategies.contains(&Strategy::Unified) {
+        MANAGED_DRIVER_RETENTION
+    } else {
+        MIB
+    };
     assert!(
-        end_free + MIB >= start_free && end_free <= start_free + MIB,
-        "free memory {} at the end, {} at the start",
+        end_free.abs_diff(start_free) <= slack,
+        "free memory {} at the end, {} at the start (allowed difference {})",
         fmt_bytes(end_free),
-        fmt_bytes(start_free)
+        fmt_bytes(start_free),
+        fmt_bytes(slack)
     );
 }
+
+/// Device memory that the CUDA driver keeps after managed allocations that
+/// were populated on the device are freed. Seen on the H200 (driver
+/// 580.159.04) with no cuzk code in the process: 10 to 116 MiB, moving up
+/// and down between rounds of the same work, not given back on demand
+/// (BENCHMARKS.md, "Managed memory and cudaMemGetInfo"). cuzk's own
+/// accounting (`check_all_returned`) stays exact for every strategy; only
+/// the driver's free figure gets this allowance, and only when the Unified
+/// strategy took part.
+const MANAGED_DRIVER_RETENTION: u64 = 256 * MIB;
 
 #[test]
 fn two_workers_share_a_16_gib_cap_without_out_of_memory() {
