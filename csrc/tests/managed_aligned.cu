@@ -11,17 +11,8 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%d %s: %s\n", __LINE__, #x, cudaGetErrorString(e_)); exit(1);} } while (0)
-static size_t settled_free() {
-    size_t last = 0, total = 0; int same = 0;
-    for (int i = 0; i < 60 && same < 3; ++i) {
-        CHECK(cudaDeviceSynchronize());
-        size_t f = 0; CHECK(cudaMemGetInfo(&f, &total));
-        same = (f == last) ? same + 1 : 1; last = f;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return last;
-}
+#include "dev_check.cuh"
+
 int main(int argc, char** argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const int mode = atoi(argv[1]);  // 0 unaligned, 1 aligned 2 MiB, 2 aligned + cudaMalloc/async mix, 3 aligned, small sizes

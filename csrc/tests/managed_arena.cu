@@ -12,17 +12,8 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%d %s: %s\n", __LINE__, #x, cudaGetErrorString(e_)); exit(1);} } while (0)
-static size_t settled_free() {
-    size_t last = 0, total = 0; int same = 0;
-    for (int i = 0; i < 60 && same < 3; ++i) {
-        CHECK(cudaDeviceSynchronize());
-        size_t f = 0; CHECK(cudaMemGetInfo(&f, &total));
-        same = (f == last) ? same + 1 : 1; last = f;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return last;
-}
+#include "dev_check.cuh"
+
 int main(int argc, char** argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const int method = atoi(argv[1]);  // 0 discard, 1 prefetch to host, 2 keep, 3 discard + warm page tables first

@@ -17,28 +17,10 @@
 #include <random>
 #include <thread>
 
-#define CHECK(x)                                                                   \
-    do {                                                                           \
-        cudaError_t e_ = (x);                                                      \
-        if (e_ != cudaSuccess) {                                                   \
-            std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                          \
-        }                                                                          \
-    } while (0)
+#include "dev_check.cuh"
 
-static size_t settled_free() {
-    size_t last = 0, total = 0;
-    int same = 0;
-    for (int i = 0; i < 100 && same < 3; ++i) {
-        CHECK(cudaDeviceSynchronize());
-        size_t f = 0;
-        CHECK(cudaMemGetInfo(&f, &total));
-        same = (f == last) ? same + 1 : 1;
-        last = f;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return last;
-}
+/* The settled read of this program: up to 100 reads 100 ms apart. */
+static size_t settled_free_slow() { return settled_free(100, 100); }
 
 __global__ void touch(unsigned char* p, size_t n) {
     for (size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) * 4096; i < n;
@@ -89,7 +71,7 @@ static void trajectory(int cycles, int secs, Variant v) {
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     std::mt19937_64 rng(7);
-    const size_t f0 = settled_free();
+    const size_t f0 = settled_free_slow();
     round_of(v, cycles, rng, s, nullptr);
     const auto t0 = std::chrono::steady_clock::now();
     size_t last = 0, total = 0;
@@ -109,7 +91,7 @@ static void trajectory(int cycles, int secs, Variant v) {
     cudaError_t e = cudaMalloc(&big, want);
     std::printf("  squeeze cudaMalloc(%.2f GiB): %s\n", want / 1073741824.0, cudaGetErrorString(e));
     if (e == cudaSuccess) CHECK(cudaFree(big));
-    const size_t f2 = settled_free();
+    const size_t f2 = settled_free_slow();
     std::printf("  after squeeze: free - start = %+9.2f MiB\n", ((double)f2 - (double)f0) / 1048576.0);
     CHECK(cudaStreamDestroy(s));
 }
@@ -125,7 +107,7 @@ static void scaling_and_reuse() {
     loc.id = 0;
     const size_t sizes[] = {size_t(16) << 20, size_t(256) << 20, size_t(1) << 30, size_t(4) << 30};
     for (size_t bytes : sizes) {
-        const size_t f0 = settled_free();
+        const size_t f0 = settled_free_slow();
         for (int c = 0; c < 50; ++c) {
             void* p;
             CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
@@ -134,18 +116,18 @@ static void scaling_and_reuse() {
             CHECK(cudaStreamSynchronize(s));
             CHECK(cudaFree(p));
         }
-        const size_t f1 = settled_free();
+        const size_t f1 = settled_free_slow();
         std::printf("50 x %6zu MiB managed+advise+prefetch: %+9.2f MiB (%.3f MiB per GiB mapped)\n", bytes >> 20,
                     ((double)f1 - (double)f0) / 1048576.0,
                     ((double)f1 - (double)f0) / 1048576.0 / (50.0 * bytes / 1073741824.0));
     }
     // Arena: one 8 GiB managed range, reused.
     const size_t arena_bytes = size_t(8) << 30;
-    const size_t f0 = settled_free();
+    const size_t f0 = settled_free_slow();
     void* arena;
     CHECK(cudaMallocManaged(&arena, arena_bytes, cudaMemAttachGlobal));
     CHECK(cudaMemAdvise(arena, arena_bytes, cudaMemAdviseSetPreferredLocation, loc));
-    const size_t f1 = settled_free();
+    const size_t f1 = settled_free_slow();
     std::mt19937_64 rng(3);
     for (int round = 0; round < 3; ++round) {
         for (int c = 0; c < 100; ++c) {
@@ -159,12 +141,12 @@ static void scaling_and_reuse() {
             CHECK(cudaMemDiscardBatchAsync(&arena, &sz, 1, 0, s));
             CHECK(cudaStreamSynchronize(s));
         }
-        const size_t f2 = settled_free();
+        const size_t f2 = settled_free_slow();
         std::printf("arena round %d: after create %+9.2f MiB, after 100 prefetch+discard %+9.2f MiB\n", round,
                     ((double)f1 - (double)f0) / 1048576.0, ((double)f2 - (double)f0) / 1048576.0);
     }
     CHECK(cudaFree(arena));
-    const size_t f3 = settled_free();
+    const size_t f3 = settled_free_slow();
     std::printf("arena freed: %+9.2f MiB\n", ((double)f3 - (double)f0) / 1048576.0);
 }
 
@@ -202,13 +184,13 @@ int main(int argc, char** argv) {
                 continue;
             }
         }
-        const size_t f0 = settled_free();
+        const size_t f0 = settled_free_slow();
         round_of((Variant)v, cycles, rng, s, pool);
-        const size_t f1 = settled_free();
+        const size_t f1 = settled_free_slow();
         round_of((Variant)v, cycles, rng, s, pool);
-        const size_t f2 = settled_free();
+        const size_t f2 = settled_free_slow();
         if (pool) CHECK(cudaMemPoolDestroy(pool));
-        const size_t f3 = settled_free();
+        const size_t f3 = settled_free_slow();
         std::printf("%-34s start %.3f GiB  round1 %+8.2f MiB  round2 %+8.2f MiB  (after pool destroy %+8.2f MiB)\n",
                     kNames[v], f0 / 1073741824.0, ((double)f1 - (double)f0) / 1048576.0,
                     ((double)f2 - (double)f1) / 1048576.0, ((double)f3 - (double)f0) / 1048576.0);

@@ -510,31 +510,6 @@ CUZK_HD CUZK_INLINE void add_rshift2_mad_odd(uint32_t& x0, uint32_t (&y)[N],
 #endif
 }
 
-/* x[0..N-1] += sum_p a[2p+OFF]*b at x[2p], x[2p+1]; with kTop the carry
- * out goes into top, without it the caller's bound makes it 0. */
-template <int N, int OFF, bool kTop>
-CUZK_HD CUZK_INLINE void mad_pairs(uint32_t (&x)[N], uint32_t& top, const uint32_t (&a)[N],
-                                   uint32_t b) {
-#ifdef __CUDA_ARCH__
-    if constexpr (kTop)
-        Ptx<N>::template mad_pairs_top<OFF>(x, top, a, b);
-    else
-        Ptx<N>::template mad_pairs<OFF>(x, a, b);
-#else
-    uint32_t c = 0;
-    for (int p = 0; p < N / 2; ++p) {
-        const uint64_t t = (uint64_t)a[2 * p + OFF] * b;
-        uint64_t s = (uint64_t)x[2 * p] + (uint32_t)t + c;
-        x[2 * p] = (uint32_t)s;
-        c = (uint32_t)(s >> 32);
-        s = (uint64_t)x[2 * p + 1] + (t >> 32) + c;
-        x[2 * p + 1] = (uint32_t)s;
-        c = (uint32_t)(s >> 32);
-    }
-    if (kTop) top += c;
-#endif
-}
-
 /* As mad_pairs with the first pair given as (lo, hi) instead of a[OFF]*b
  * (MontField::kLowOneMinus). Only N = 8 has a PTX chain. */
 template <int N, int OFF, bool kTop>
@@ -563,6 +538,22 @@ CUZK_HD CUZK_INLINE void add_mad_pairs(uint32_t (&x)[N], uint32_t& top, uint32_t
         c = (uint32_t)(s >> 32);
     }
     if (kTop) top += c;
+#endif
+}
+
+/* x[0..N-1] += sum_p a[2p+OFF]*b at x[2p], x[2p+1]; with kTop the carry
+ * out goes into top, without it the caller's bound makes it 0. */
+template <int N, int OFF, bool kTop>
+CUZK_HD CUZK_INLINE void mad_pairs(uint32_t (&x)[N], uint32_t& top, const uint32_t (&a)[N],
+                                   uint32_t b) {
+#ifdef __CUDA_ARCH__
+    if constexpr (kTop)
+        Ptx<N>::template mad_pairs_top<OFF>(x, top, a, b);
+    else
+        Ptx<N>::template mad_pairs<OFF>(x, a, b);
+#else
+    const uint64_t t = (uint64_t)a[OFF] * b;
+    add_mad_pairs<N, OFF, kTop>(x, top, (uint32_t)t, (uint32_t)(t >> 32), a, b);
 #endif
 }
 

@@ -1,0 +1,41 @@
+/*
+ * Shared by the single-file developer measurements in csrc/tests: a CUDA
+ * call check that prints the call and exits, and the settled free-memory
+ * read of the managed-memory experiments.
+ */
+#ifndef CUZK_DEV_CHECK_CUH
+#define CUZK_DEV_CHECK_CUH
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#define CHECK(x)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (x);                                                                 \
+        if (e_ != cudaSuccess) {                                                              \
+            std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
+            std::exit(1);                                                                     \
+        }                                                                                     \
+    } while (0)
+
+/* cudaMemGetInfo's free bytes once three reads `ms` apart agree (at most
+ * `reads` reads), after a device synchronize before each. */
+inline size_t settled_free(int reads = 60, int ms = 50) {
+    size_t last = 0, total = 0;
+    int same = 0;
+    for (int i = 0; i < reads && same < 3; ++i) {
+        CHECK(cudaDeviceSynchronize());
+        size_t f = 0;
+        CHECK(cudaMemGetInfo(&f, &total));
+        same = (f == last) ? same + 1 : 1;
+        last = f;
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    return last;
+}
+
+#endif
