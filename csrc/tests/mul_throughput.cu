@@ -84,14 +84,7 @@ __global__ void sppark_kernel(const uint32_t* one, uint32_t* out) {
 }
 #endif
 
-#define CHECK(x)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (x);                                                         \
-        if (e_ != cudaSuccess) {                                                      \
-            std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                             \
-        }                                                                             \
-    } while (0)
+#include "dev_check.cuh"
 
 template <class Kern>
 static double time_kernel(Kern kern, const uint32_t* one, uint32_t* out, int blocks, int threads) {

@@ -15,14 +15,7 @@
 #include <random>
 #include <vector>
 
-#define CHECK(x)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (x);                                                         \
-        if (e_ != cudaSuccess) {                                                      \
-            std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            return 1;                                                                 \
-        }                                                                             \
-    } while (0)
+#include "dev_check.cuh"
 
 static std::vector<Fr> random_fr(size_t n, std::mt19937_64& rng) {
     std::vector<Fr> v(n);

@@ -10,14 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(x)                                                                  \
-    do {                                                                          \
-        cudaError_t e_ = (x);                                                     \
-        if (e_ != cudaSuccess) {                                                  \
-            std::printf("%s: %s\n", #x, cudaGetErrorString(e_));                  \
-            return 1;                                                             \
-        }                                                                         \
-    } while (0)
+#include "dev_check.cuh"
 
 int main() {
     const size_t bytes = size_t(1) << 30;
