@@ -201,8 +201,8 @@ fn gpu_every_size_and_option_once() {
 
 /// The engine's default keeps full twiddle tables for every pass up to
 /// 2^25 elements, so the tests above run that path; this one turns them off
-/// and runs the two-level twiddle products (which 2^27 and 2^28 use for
-/// their first pass) at every size with two or more passes.
+/// and runs the two-level twiddle products (which 2^26, 2^27 and 2^28 use
+/// for their first pass) at log sizes 10 to 21 (two and three passes).
 #[test]
 fn gpu_two_level_twiddles_match_the_cpu() {
     if gpu_or_skip("ntt gpu tests").is_none() {

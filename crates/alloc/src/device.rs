@@ -837,9 +837,10 @@ pub struct Staging {
 pub const DEFAULT_STAGING_CHUNK_BYTES: usize = 32 << 20;
 
 /// Host threads of one staged memcpy, at most. Pageable-to-pinned memcpy
-/// runs at a few GB/s a thread; on the H200's 16-core host, 8 threads left
-/// a 2^27 host-to-host NTT at 251.8 ms where rayon's 16 had given 226.5 ms
-/// (BENCHMARKS.md, session 4), below PCIe 5.0's 55 GB/s a direction.
+/// runs at a few GB/s a thread, and the copy must keep up with PCIe 5.0's
+/// 55 GB/s a direction: on the H200's 16-core host, 8 threads left a 2^27
+/// host-to-host NTT at 251.8 ms, 16 gave 224.0 ms (BENCHMARKS.md,
+/// session 4).
 const COPY_THREADS: usize = 16;
 
 /// Copies `src` into `dst` (equal lengths) on `pool`, in 1 MiB pieces.

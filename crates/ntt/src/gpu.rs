@@ -125,8 +125,13 @@ enum TableKey {
 }
 
 /// NTTs on one GPU. Keeps a stream, the device's memory manager and the
-/// twiddle tables of every (size, direction, coset) used so far (two tables
-/// of about 2^(log_n/2) elements each: 1 MiB at 2^28). Share one per device;
+/// twiddle tables of every (size, direction, coset) used so far: two tables
+/// of about 2^(log_n/2) elements each (1 MiB at 2^28), and for each root the
+/// full tables of its passes up to [`GpuNtt::with_full_twiddle_limit`]
+/// (514 MiB at 2^24, 8 MiB at 2^27, 64 MiB at 2^28; see
+/// [`GpuNtt::full_twiddle_bytes`]). A table that found no room in the
+/// budget when first built stays on the two-level products for the
+/// engine's life. Share one per device;
 /// calls are serialized on its stream. Host-to-host transforms of 4 MiB or
 /// more copy through pinned staging buffers ([`cuzk_alloc::StagedCopies`]:
 /// 64 MiB of pinned host memory, taken on first use and held).
@@ -186,12 +191,36 @@ impl GpuNtt {
     /// sub-problem size B = 2^log_b between two shared-memory rounds needs
     /// B twiddles; with a full table (32 B x B, built once per size and
     /// direction on first use, from the memory budget) each is a load
-    /// instead of a two-level product: one Fr multiply an element less,
-    /// 7-9% of a forward transform on the H200 (BENCHMARKS.md). Tables
-    /// already built keep their size.
+    /// instead of a two-level product: one Fr multiply an element less.
+    /// On the H200 (BENCHMARKS.md) tables for every pass took 7-9% off a
+    /// forward transform; the default limit gives 2^24 both of its tables
+    /// (-9%) and 2^26, 2^27 their second (-6%). Tables already built keep
+    /// their size.
     pub fn with_full_twiddle_limit(mut self, bytes: u64) -> Self {
         self.full_twiddle_max_bytes = bytes;
         self
+    }
+
+    /// Device bytes of the full twiddle tables that one direction of a
+    /// 2^log_n transform keeps under this engine's limit (see
+    /// [`GpuNtt::with_full_twiddle_limit`]): the sum over its passes but the
+    /// last of 32 x 2^log_b, for each table of at most the limit. For
+    /// planning memory (the forward and the inverse root each keep one set);
+    /// 0 when the pass plan is unavailable (a build without CUDA).
+    pub fn full_twiddle_bytes(&self, log_n: u32) -> u64 {
+        let mut log_b = [0u32; 8];
+        let mut passes = 0u32;
+        // SAFETY: out-pointers to 8 entries and a count; no GPU work.
+        let s = unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) };
+        if check(s).is_err() {
+            return 0;
+        }
+        log_b
+            .iter()
+            .take((passes as usize).saturating_sub(1))
+            .map(|&b| (std::mem::size_of::<Fr>() as u64) << b)
+            .filter(|&bytes| bytes <= self.full_twiddle_max_bytes)
+            .sum()
     }
 
     /// The memory manager (for device buffers to transform).

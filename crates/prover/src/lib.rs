@@ -519,7 +519,8 @@ impl Prover {
     ///
     /// - the H stage: A, B, C on the coset and the quotient, four vectors of
     ///   2^log_n scalars (32 bytes each), plus the NTT engine's twiddle
-    ///   tables (kept by the engine after the first proof);
+    ///   tables, two-level and full ([`GpuNtt::full_twiddle_bytes`], for
+    ///   the root and its inverse; kept by the engine after the first proof);
     /// - plus the largest MSM of the key (A, B in G1 and G2, H, L, taken
     ///   uncompacted): its scalars and its scratch with every window sorted
     ///   at once, after `cuzk_msm`'s plan (window of
@@ -537,7 +538,12 @@ impl Prover {
         // table of 2^ceil(log_n/2) and one of 2^floor(log_n/2) powers (and
         // n^-1); counted as six for margin.
         let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
-        let h_stage = 4 * n * 32 + 6 * table * 32;
+        // Plus the full twiddle tables of the root and of its inverse.
+        let full = self
+            .gpu
+            .as_ref()
+            .map_or(0, |g| 2 * g.ntt.full_twiddle_bytes(log_n));
+        let h_stage = 4 * n * 32 + 6 * table * 32 + full;
         let vars = pk.a_query.len().saturating_sub(1) as u64;
         let msm = |m: u64, xyzz: u64| m * 32 + msm_scratch_estimate(m, xyzz);
         let msm_stage = [
