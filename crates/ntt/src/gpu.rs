@@ -145,6 +145,27 @@ pub struct GpuNtt {
     full_twiddle_max_bytes: u64,
 }
 
+/// Device bytes of the full twiddle tables that one direction of a 2^log_n
+/// transform keeps when each pass's table may take up to `max_bytes`: the
+/// sum over the passes of `cuzk_ntt_plan` but the last of 32 x 2^log_b, for
+/// each table of at most `max_bytes`. Needs no GPU.
+///
+/// # Errors
+/// [`Error::NoCudaBuild`] in a build without the CUDA sources (the pass plan
+/// lives in them); [`Error::InvalidArgument`] for log_n > 32.
+pub fn full_twiddle_bytes(log_n: u32, max_bytes: u64) -> Result<u64> {
+    let mut log_b = [0u32; 8];
+    let mut passes = 0u32;
+    // SAFETY: out-pointers to 8 entries and a count; no GPU work.
+    check(unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) })?;
+    Ok(log_b
+        .iter()
+        .take((passes as usize).saturating_sub(1))
+        .map(|&b| (std::mem::size_of::<Fr>() as u64) << b)
+        .filter(|&bytes| bytes <= max_bytes)
+        .sum())
+}
+
 /// Default of [`GpuNtt::with_full_twiddle_limit`]: 1 GiB, the table of a
 /// 2^25-element pass. With it a 2^24 transform keeps full tables for both
 /// of its twiddle passes (512 MiB + 2 MiB), a 2^27 one for its second
@@ -203,24 +224,11 @@ impl GpuNtt {
 
     /// Device bytes of the full twiddle tables that one direction of a
     /// 2^log_n transform keeps under this engine's limit (see
-    /// [`GpuNtt::with_full_twiddle_limit`]): the sum over its passes but the
-    /// last of 32 x 2^log_b, for each table of at most the limit. For
-    /// planning memory (the forward and the inverse root each keep one set);
-    /// 0 when the pass plan is unavailable (a build without CUDA).
+    /// [`GpuNtt::with_full_twiddle_limit`] and [`full_twiddle_bytes`]). For
+    /// planning memory (the forward and the inverse root each keep one
+    /// set); 0 when the pass plan is unavailable (a build without CUDA).
     pub fn full_twiddle_bytes(&self, log_n: u32) -> u64 {
-        let mut log_b = [0u32; 8];
-        let mut passes = 0u32;
-        // SAFETY: out-pointers to 8 entries and a count; no GPU work.
-        let s = unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) };
-        if check(s).is_err() {
-            return 0;
-        }
-        log_b
-            .iter()
-            .take((passes as usize).saturating_sub(1))
-            .map(|&b| (std::mem::size_of::<Fr>() as u64) << b)
-            .filter(|&bytes| bytes <= self.full_twiddle_max_bytes)
-            .sum()
+        full_twiddle_bytes(log_n, self.full_twiddle_max_bytes).unwrap_or(0)
     }
 
     /// The memory manager (for device buffers to transform).
