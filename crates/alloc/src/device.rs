@@ -819,10 +819,10 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
 /// Host <-> device copies of large arrays through two pinned staging
 /// buffers: while the GPU's copy engine moves one chunk over PCIe, the
 /// staging's own host threads (up to 16) copy the next chunk between the
-/// caller's pageable memory and the other pinned buffer. A plain copy from pageable memory is staged
-/// by the driver one thread at a time; this one is limited by the slower of
-/// the PCIe link and the host's parallel memcpy (on an H200 host: 2 x 4.3 GB
-/// in about 180 ms, BENCHMARKS.md run 11).
+/// caller's pageable memory and the other pinned buffer. A plain copy from
+/// pageable memory is staged by the driver one thread at a time; this one
+/// is limited by the slower of the PCIe link and the host's parallel memcpy
+/// (on an H200 host: 2 x 4.3 GB in about 180 ms, BENCHMARKS.md run 11).
 ///
 /// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
 /// `Staging` serves one copy at a time (`&mut self`); give each worker its

@@ -64,12 +64,7 @@ impl PowerTables {
         log_n: u32,
         max_bytes: u64,
     ) -> Result<Self> {
-        let mut log_b = [0u32; 8];
-        let mut passes = 0u32;
-        // SAFETY: out-pointers to 8 entries and a count; no GPU work.
-        check(unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) })?;
-        // The last pass makes no twiddles.
-        for &b in log_b.iter().take((passes as usize).saturating_sub(1)) {
+        for b in twiddle_pass_sizes(log_n)? {
             let bytes = (std::mem::size_of::<Fr>() as u64) << b;
             if bytes > max_bytes {
                 self.pass_tw.push(None);
@@ -154,16 +149,20 @@ pub struct GpuNtt {
 /// [`Error::NoCudaBuild`] in a build without the CUDA sources (the pass plan
 /// lives in them); [`Error::InvalidArgument`] for log_n > 32.
 pub fn full_twiddle_bytes(log_n: u32, max_bytes: u64) -> Result<u64> {
+    Ok(twiddle_pass_sizes(log_n)?
+        .map(|b| (std::mem::size_of::<Fr>() as u64) << b)
+        .filter(|&bytes| bytes <= max_bytes)
+        .sum())
+}
+
+/// log2 of the sub-problem size B of every pass of a 2^log_n transform
+/// that makes twiddles (`cuzk_ntt_plan`'s passes but the last), in order.
+fn twiddle_pass_sizes(log_n: u32) -> Result<impl Iterator<Item = u32>> {
     let mut log_b = [0u32; 8];
     let mut passes = 0u32;
     // SAFETY: out-pointers to 8 entries and a count; no GPU work.
     check(unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) })?;
-    Ok(log_b
-        .iter()
-        .take((passes as usize).saturating_sub(1))
-        .map(|&b| (std::mem::size_of::<Fr>() as u64) << b)
-        .filter(|&bytes| bytes <= max_bytes)
-        .sum())
+    Ok(log_b.into_iter().take((passes as usize).saturating_sub(1)))
 }
 
 /// Default of [`GpuNtt::with_full_twiddle_limit`]: 1 GiB, the table of a
