@@ -190,6 +190,45 @@ struct PartialSource {
     }
 };
 
+// Where a run's sum goes when it is flushed (see accumulate_kernel): a whole
+// bucket goes to the bucket array; a run cut by the chunk's start is the
+// thread's head partial, one cut by its end the tail partial. The partials
+// are stored at once (not held in registers through the loop: for G2 that
+// would be 192 live registers).
+struct Flush {
+    uint32_t head_key = 0, tail_key = 0;
+    bool have_head = false, have_tail = false;
+    template <class F>
+    __device__ __forceinline__ void put(const Xyzz<F>& acc, bool starts, bool ends, bool any,
+                                        uint32_t k, uint32_t c, uint64_t t,
+                                        Xyzz<F>* __restrict__ buckets,
+                                        Xyzz<F>* __restrict__ out_pts) {
+        const uint32_t half = 1u << (c - 1);
+        const uint32_t mask = (1u << c) - 1;
+        if (starts && ends) {
+            if (any) st(buckets + (uint64_t)(k >> c) * half + (k & mask), acc);
+        } else if (!starts) {
+            if (any && out_pts != nullptr) st(out_pts + 2 * t, acc);
+            head_key = k | (any ? 0u : kInvalid);
+            have_head = true;
+        } else {
+            if (any && out_pts != nullptr) st(out_pts + 2 * t + 1, acc);
+            tail_key = k | (any ? 0u : kInvalid);
+            have_tail = true;
+        }
+    }
+    // Keys of the two partials; a missing one is an invalid partial (its
+    // point is never read) with a neighbouring key, so keys stay sorted.
+    __device__ __forceinline__ void finish(uint32_t k_first, uint64_t t,
+                                           uint32_t* __restrict__ out_keys) {
+        if (out_keys == nullptr) return;  // the last level: every run was whole
+        if (!have_head) head_key = (have_tail ? tail_key : k_first) | kInvalid;
+        if (!have_tail) tail_key = head_key | kInvalid;
+        out_keys[2 * t] = head_key;
+        out_keys[2 * t + 1] = tail_key;
+    }
+};
+
 template <class F, class Src, int MinBlocks>
 __global__ void __launch_bounds__(kThreads, MinBlocks)
     accumulate_kernel(Src src, uint64_t len, uint32_t chunk, uint32_t c,
@@ -203,9 +242,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
     const uint32_t mask = (1u << c) - 1;
     const uint32_t k_first = src.key(begin);
     const bool continues = begin > 0 && src.key(begin - 1) == k_first;
-    Xyzz<F> head = Xyzz<F>::identity(), tail = Xyzz<F>::identity();
-    uint32_t head_key = 0, tail_key = 0;
-    bool have_head = false, have_tail = false;
+    Flush out;
     // One flat loop (every lane adds one entry an iteration, so a warp's
     // lanes stay converged through the additions); a run is flushed when the
     // next key differs or the chunk ends.
@@ -218,32 +255,173 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
         if (!zero_digit) any |= src.add(acc, j);
         const uint32_t next = j + 1 < len ? src.key(j + 1) : 0xffffffffu;
         if (next == k && j + 1 < end) continue;
-        if (!zero_digit) {
-            const bool ends = next != k;
-            if (starts && ends) {
-                if (any) st(buckets + (uint64_t)(k >> c) * half + (k & mask), acc);
-            } else if (!starts) {
-                head = acc;
-                head_key = k | (any ? 0u : kInvalid);
-                have_head = true;
-            } else {
-                tail = acc;
-                tail_key = k | (any ? 0u : kInvalid);
-                have_tail = true;
-            }
-        }
+        if (!zero_digit) out.put(acc, starts, next != k, any, k, c, t, buckets, out_pts);
         acc = Xyzz<F>::identity();
         any = false;
         starts = true;
         k = next;
     }
-    if (out_keys == nullptr) return;  // the last level: every run was whole
-    if (!have_head) head_key = (have_tail ? tail_key : k_first) | kInvalid;
-    if (!have_tail) tail_key = head_key | kInvalid;
-    out_keys[2 * t] = head_key;
-    out_keys[2 * t + 1] = tail_key;
-    st(out_pts + 2 * t, head);
-    st(out_pts + 2 * t + 1, tail);
+    out.finish(k_first, t, out_keys);
+}
+
+// ---- level 0 with the accumulator in shared memory -----------------------
+
+// One thread's XYZZ accumulator in shared memory, laid out coordinate-word
+// major ([16-byte word][thread]) so that a warp's 16-byte accesses are
+// conflict-free. Coordinates are read where a formula needs them, so the
+// registers hold only the temporaries of one step.
+template <class F, uint32_t Stride = kThreads>
+struct SmemAcc {
+    static constexpr int kWords = sizeof(F) / 16;  // 16-byte words a coordinate
+    uint4* p;                                        // &smem[0][threadIdx.x]
+    __device__ __forceinline__ F ld(int coord) const {
+        F r;
+        uint32_t* w = reinterpret_cast<uint32_t*>(&r);
+#pragma unroll
+        for (int i = 0; i < kWords; ++i) {
+            const uint4 v = p[(coord * kWords + i) * Stride];
+            w[4 * i] = v.x;
+            w[4 * i + 1] = v.y;
+            w[4 * i + 2] = v.z;
+            w[4 * i + 3] = v.w;
+        }
+        return r;
+    }
+    __device__ __forceinline__ void st(int coord, const F& v) const {
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(&v);
+#pragma unroll
+        for (int i = 0; i < kWords; ++i)
+            p[(coord * kWords + i) * Stride] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2],
+                                                            w[4 * i + 3]);
+    }
+    __device__ __forceinline__ Xyzz<F> load() const { return {ld(0), ld(1), ld(2), ld(3)}; }
+    __device__ __forceinline__ void store(const Xyzz<F>& v) const {
+        st(0, v.x);
+        st(1, v.y);
+        st(2, v.zz);
+        st(3, v.zzz);
+    }
+};
+
+// acc += q (madd-2008-s, as cuzk::xyzz_madd, with the same exceptional
+// cases), acc in shared memory; `fresh`: acc holds nothing yet (the
+// identity). Returns whether acc is the identity afterwards.
+template <class F>
+__device__ __forceinline__ bool madd_smem(const SmemAcc<F>& a, bool fresh, const Affine<F>& q) {
+    if (q.is_identity()) return fresh;
+    if (fresh) {
+        a.st(0, q.x);
+        a.st(1, q.y);
+        a.st(2, F::one());
+        a.st(3, F::one());
+        return false;
+    }
+    const F pp_ = q.x * a.ld(2) - a.ld(0); /* EFD's P = U2 - X1 */
+    const F r = q.y * a.ld(3) - a.ld(1);   /* EFD's R = S2 - Y1 */
+    if (pp_.is_zero()) {
+        if (!r.is_zero()) return true;  // q = -acc
+        const Xyzz<F> d = cuzk::xyzz_dbl(a.load());
+        a.store(d);
+        return d.is_identity();
+    }
+    const F pp = pp_.sqr();
+    const F ppp = pp_ * pp;
+    a.st(2, a.ld(2) * pp);
+    const F qq = a.ld(0) * pp; /* EFD's Q */
+    a.st(3, a.ld(3) * ppp);
+    const F x3 = r.sqr() - ppp - qq.dbl();
+    a.st(0, x3);
+    a.st(1, r * (qq - x3) - a.ld(1) * ppp);
+    return false;
+}
+
+// One XYZZ point in global memory, read a coordinate at a time (the
+// operand interface of add_smem, as SmemAcc).
+template <class F>
+struct GlobalXyzz {
+    const Xyzz<F>* p;
+    __device__ __forceinline__ F ld(int coord) const {
+        F r;
+        ::ld(r, &p->x + coord);
+        return r;
+    }
+};
+
+// acc += q (add-2008-s, as cuzk::xyzz_add, with the same exceptional cases),
+// acc in shared memory, q read a coordinate at a time where the formula
+// needs it (a SmemAcc or a GlobalXyzz, not aliasing acc).
+template <class F, class A, class Q>
+__device__ __forceinline__ void add_smem(const A& a, const Q& q) {
+    if (q.ld(2).is_zero()) return;  // q is the identity
+    if (a.ld(2).is_zero()) {
+        for (int k = 0; k < 4; ++k) a.st(k, q.ld(k));
+        return;
+    }
+    const F u1 = a.ld(0) * q.ld(2);
+    const F s1 = a.ld(1) * q.ld(3);
+    const F pp_ = q.ld(0) * a.ld(2) - u1; /* EFD's P = U2 - U1 */
+    const F r = q.ld(1) * a.ld(3) - s1;   /* EFD's R = S2 - S1 */
+    a.st(2, a.ld(2) * q.ld(2));
+    a.st(3, a.ld(3) * q.ld(3));
+    if (pp_.is_zero()) {
+        const Xyzz<F> d = r.is_zero() ? cuzk::xyzz_dbl(Xyzz<F>{u1, s1, a.ld(2), a.ld(3)})
+                                      : Xyzz<F>::identity();
+        a.store(d);
+        return;
+    }
+    const F pp = pp_.sqr();
+    const F ppp = pp_ * pp;
+    a.st(2, a.ld(2) * pp);
+    a.st(3, a.ld(3) * ppp);
+    const F qq = u1 * pp; /* EFD's Q */
+    const F x3 = r.sqr() - ppp - qq.dbl();
+    a.st(0, x3);
+    a.st(1, r * (qq - x3) - s1 * ppp);
+}
+
+// Level 0 as accumulate_kernel over PairSource, with the accumulator in
+// shared memory (SmemAcc): fewer live registers, for G2's spills.
+template <class F, int MinBlocks>
+__global__ void __launch_bounds__(kThreads, MinBlocks)
+    level0_smem_kernel(PairSource<F> src, uint64_t len, uint32_t chunk, uint32_t c,
+                       Xyzz<F>* __restrict__ buckets, uint32_t* __restrict__ out_keys,
+                       Xyzz<F>* __restrict__ out_pts) {
+    __shared__ uint4 smem[4 * SmemAcc<F>::kWords * kThreads];
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    const uint64_t begin = t * chunk;
+    if (begin >= len) return;
+    const SmemAcc<F> a{smem + threadIdx.x};
+    const uint64_t end = begin + chunk < len ? begin + chunk : len;
+    const uint32_t half = 1u << (c - 1);
+    const uint32_t mask = (1u << c) - 1;
+    const uint32_t k_first = src.key(begin);
+    const bool continues = begin > 0 && src.key(begin - 1) == k_first;
+    Flush out;
+    bool fresh = true;  // the accumulator is the identity
+    bool any = false;
+    bool starts = !continues;
+    uint32_t k = k_first;
+    for (uint64_t j = begin; j < end; ++j) {
+        const bool zero_digit = (k & mask) == half;
+        if (!zero_digit) {
+            const uint32_t v = src.vals[j];
+            Affine<F> q = ld(src.bases + (v & 0x7fffffffu));
+            if (v >> 31) q.y = -q.y;
+            fresh = madd_smem(a, fresh, q);
+            any = true;
+        }
+        const uint32_t next = j + 1 < len ? src.key(j + 1) : 0xffffffffu;
+        if (next == k && j + 1 < end) continue;
+        if (!zero_digit) {
+            const Xyzz<F> acc = fresh ? Xyzz<F>::identity() : a.load();
+            out.put(acc, starts, next != k, any, k, c, t, buckets, out_pts);
+        }
+        fresh = true;
+        any = false;
+        starts = true;
+        k = next;
+    }
+    out.finish(k_first, t, out_keys);
 }
 
 // ---- 4. bucket reduction -------------------------------------------------
@@ -273,6 +451,35 @@ __global__ void segments_kernel(const Xyzz<F>* __restrict__ S, uint32_t windows,
     }
     st(T + t, sum);
     if (R != nullptr) st(R + t, r);
+}
+
+// segments_kernel with the two running sums in shared memory (add_smem):
+// kSegThreads threads a block. Each bucket is read from global memory a
+// coordinate at a time, where the addition needs it.
+constexpr uint32_t kSegThreads = 64;
+template <class F>
+__global__ void __launch_bounds__(kSegThreads)
+    segments_smem_kernel(const Xyzz<F>* __restrict__ S, uint32_t windows, uint64_t per,
+                         uint32_t shift, uint32_t seg, Xyzz<F>* __restrict__ T,
+                         Xyzz<F>* __restrict__ R) {
+    using Acc = SmemAcc<F, kSegThreads>;
+    __shared__ uint4 smem[2 * 4 * Acc::kWords * kSegThreads];
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    const uint64_t per_window = per / seg;
+    if (t >= (uint64_t)windows * per_window) return;
+    const uint64_t w = t / per_window;
+    const uint64_t lo = (t % per_window) * seg;
+    const Xyzz<F>* base = S + w * per;
+    const Acc r{smem + threadIdx.x};
+    const Acc sum{smem + 4 * Acc::kWords * kSegThreads + threadIdx.x};
+    r.store(Xyzz<F>::identity());
+    sum.store(Xyzz<F>::identity());
+    for (uint64_t k = lo + seg; k-- > lo;) {
+        if (k + shift < per) add_smem<F>(r, GlobalXyzz<F>{base + k + shift});
+        add_smem<F>(sum, r);
+    }
+    st(T + t, sum.load());
+    if (R != nullptr) st(R + t, r.load());
 }
 
 // Window sums from the levels' sums (level_sums: levels x W): Horner's rule,
@@ -469,14 +676,16 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         int cur = 0;
         {
             PairSource<F> src{keys_out, vals_out, bases};
-            // G1's level 0 runs at most 168 registers a thread (3 blocks of
-            // 128 an SM): 29% faster than 255 registers (2 blocks) on the
-            // H200 despite some spills (BENCHMARKS.md); CUZK_MSM_VARIANT=1
-            // picks the 255-register build for A/B timing. G2 already spills
-            // at 255.
-            auto kernel = accumulate_kernel<F, PairSource<F>, 2>;
-            if (sizeof(F) == sizeof(Fp) && msm_variant() != 1)
-                kernel = accumulate_kernel<F, PairSource<F>, 3>;
+            // The accumulator lives in shared memory (level0_smem_kernel):
+            // against registers, level 0 went from 27.6 to 24.4 ms (G1,
+            // 2^22 x 14 windows) and from 808 to 285 ms (G2, 2^24 x 13) on
+            // the H200 (csrc/tests/msm_level0.cu, BENCHMARKS.md). G1 runs at
+            // most 168 registers a thread (3 blocks of 128 an SM), G2 at 255
+            // (2 blocks). CUZK_MSM_VARIANT=1 picks the register-accumulator
+            // kernel for A/B timing.
+            constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
+            auto kernel = level0_smem_kernel<F, kMinBlocks>;
+            if (msm_variant() == 1) kernel = accumulate_kernel<F, PairSource<F>, kMinBlocks>;
             kernel<<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
                 src, len, kChunk0, c, buckets, threads > 1 ? list_keys[cur] : nullptr,
                 threads > 1 ? list_pts[cur] : nullptr);
@@ -558,6 +767,7 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
 
 }  // namespace
 
+#ifndef CUZK_MSM_KERNELS_ONLY  // developer tools include the kernels alone
 extern "C" {
 
 cuzk_status cuzk_msm_scratch_bytes(int32_t device, uint32_t curve, uint64_t n,
@@ -607,3 +817,4 @@ cuzk_status cuzk_msm_run(int32_t device, uint32_t curve, const void* bases, cons
 }
 
 }  // extern "C"
+#endif  // CUZK_MSM_KERNELS_ONLY
