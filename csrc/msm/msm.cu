@@ -726,8 +726,18 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         const bool last = per <= kSegment;
         uint64_t per_window = per / seg;
         const uint64_t threads = (uint64_t)p.windows * per_window;
-        segments_kernel<F><<<(unsigned)ceil_div(threads, 64), 64, 0, stream>>>(
-            level_in, p.windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
+        // The running sums in shared memory (segments_smem_kernel): on the
+        // H200 the first level went from 8.71 to 4.16 ms (G2 2^20) and from
+        // 66.7 to 59.1 ms (G2 2^24), G1 unchanged or slightly faster
+        // (csrc/tests/msm_level0.cu, BENCHMARKS.md). CUZK_MSM_VARIANT=2
+        // picks the register version for A/B timing.
+        if (msm_variant() == 2)
+            segments_kernel<F><<<(unsigned)ceil_div(threads, 64), 64, 0, stream>>>(
+                level_in, p.windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
+        else
+            segments_smem_kernel<F>
+                <<<(unsigned)ceil_div(threads, kSegThreads), kSegThreads, 0, stream>>>(
+                    level_in, p.windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
         CUZK_CUDA_TRY(cudaGetLastError());
         X* in = tbuf;
         X* out = tbuf2;

@@ -28,6 +28,16 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> i32;
+    fn cuzk_sppark_msm_g1_resident(
+        points: *const c_void,
+        scalars: *const c_void,
+        n: usize,
+        reps: u32,
+        out: *mut c_void,
+        times_ms: *mut f64,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> i32;
 }
 
 #[cfg(not(cuzk_sppark))]
@@ -42,6 +52,12 @@ pub fn ntt_forward_nn(_: &[Fr], _: u32) -> Result<(f32, Vec<Fr>), String> {
 #[cfg(not(cuzk_sppark))]
 /// Without nvcc: always an error.
 pub fn msm_g1(_: &[G1Affine], _: &[Fr]) -> Result<G1Projective, String> {
+    Err(NO_PEER.into())
+}
+
+#[cfg(not(cuzk_sppark))]
+/// Without nvcc: always an error.
+pub fn msm_g1_resident(_: &[G1Affine], _: &[Fr], _: u32) -> Result<(G1Projective, Vec<f64>), String> {
     Err(NO_PEER.into())
 }
 
@@ -117,4 +133,49 @@ pub fn msm_g1(points: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Strin
         return Err(message(code, &err));
     }
     Ok(out)
+}
+
+#[cfg(cuzk_sppark)]
+/// sppark's G1 MSM with `points` uploaded once and `scalars` copied in from
+/// host memory on each of `reps` calls (after one warm-up call), on GPU 0:
+/// the last call's result and each call's wall time in ms.
+///
+/// # Errors
+/// A message on a length mismatch, `reps == 0`, or an sppark failure.
+pub fn msm_g1_resident(
+    points: &[G1Affine],
+    scalars: &[Fr],
+    reps: u32,
+) -> Result<(G1Projective, Vec<f64>), String> {
+    if points.len() != scalars.len() {
+        return Err(format!(
+            "{} points but {} scalars",
+            points.len(),
+            scalars.len()
+        ));
+    }
+    if reps == 0 {
+        return Err("at least one timed call is needed".into());
+    }
+    let mut out = G1Projective::default();
+    let mut times = vec![0f64; reps as usize];
+    let mut err = [0u8; 256];
+    // SAFETY: equal lengths; `out` is a 144-byte Jacobian point; `times`
+    // holds `reps` values.
+    let code = unsafe {
+        cuzk_sppark_msm_g1_resident(
+            points.as_ptr().cast(),
+            scalars.as_ptr().cast(),
+            points.len(),
+            reps,
+            (&mut out as *mut G1Projective).cast(),
+            times.as_mut_ptr(),
+            err.as_mut_ptr().cast(),
+            err.len(),
+        )
+    };
+    if code != 0 {
+        return Err(message(code, &err));
+    }
+    Ok((out, times))
 }
