@@ -101,7 +101,7 @@ int cuzk_sppark_msm_g1_resident(const void* points, const void* scalars, size_t 
                                 size_t errlen) {
     try {
         msm_t<bucket_t, point_t, affine_t, scalar_t> msm{(const affine_t*)points, n};
-        const vec_t<scalar_t> s{(const scalar_t*)scalars, n};
+        const slice_t<scalar_t> s{(const scalar_t*)scalars, n};
         point_t out;
         RustError r = msm.invoke(out, s, true);
         if (r.code != 0) return fail(err, errlen, "sppark msm_t::invoke failed", r.code);
