@@ -101,13 +101,16 @@ int cuzk_sppark_msm_g1_resident(const void* points, const void* scalars, size_t 
                                 size_t errlen) {
     try {
         msm_t<bucket_t, point_t, affine_t, scalar_t> msm{(const affine_t*)points, n};
-        const slice_t<scalar_t> s{(const scalar_t*)scalars, n};
+        // Points nullptr: the resident ones (msm_t's vec_t overload of
+        // invoke does not compile in 0.1.16, so the pointer form).
+        const auto* s = (const scalar_t*)scalars;
+        const affine_t* resident = nullptr;
         point_t out;
-        RustError r = msm.invoke(out, s, true);
+        RustError r = msm.invoke(out, resident, n, s, true);
         if (r.code != 0) return fail(err, errlen, "sppark msm_t::invoke failed", r.code);
         for (uint32_t i = 0; i < reps; ++i) {
             const auto t0 = std::chrono::steady_clock::now();
-            r = msm.invoke(out, s, true);
+            r = msm.invoke(out, resident, n, s, true);
             const auto t1 = std::chrono::steady_clock::now();
             if (r.code != 0) return fail(err, errlen, "sppark msm_t::invoke failed", r.code);
             times_ms[i] = std::chrono::duration<double, std::milli>(t1 - t0).count();
