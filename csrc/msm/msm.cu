@@ -117,8 +117,12 @@ __device__ __forceinline__ void st(Xyzz<F>* p, const Xyzz<F>& v) {
 
 // ---- 1. digits -----------------------------------------------------------
 
+// stride = 0: plain bases, key (window << c | bucket), value the point's
+// index. stride > 0: precomputed bases (window w's copy of point i at
+// w stride + i, all windows sharing one set of buckets): key = bucket,
+// value = w stride + i.
 __global__ void digits_kernel(const Fr* __restrict__ scalars, uint64_t n, uint32_t c, uint32_t w0,
-                              uint32_t nw, uint32_t* __restrict__ keys,
+                              uint32_t nw, uint64_t stride, uint32_t* __restrict__ keys,
                               uint32_t* __restrict__ vals) {
     const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -153,8 +157,9 @@ __global__ void digits_kernel(const Fr* __restrict__ scalars, uint64_t n, uint32
         }
         if (w >= w0) {
             const uint64_t at = (uint64_t)(w - w0) * n + i;
-            keys[at] = (w << c) | (d == 0 ? half : d - 1);
-            vals[at] = (uint32_t)i | (neg << 31);
+            const uint32_t bucket = d == 0 ? half : d - 1;
+            keys[at] = stride == 0 ? (w << c) | bucket : bucket;
+            vals[at] = (uint32_t)(stride == 0 ? i : w * stride + i) | (neg << 31);
         }
     }
 }
@@ -509,6 +514,69 @@ __global__ void group_sum_kernel(const Xyzz<F>* __restrict__ in, uint64_t count,
     st(out + i, acc);
 }
 
+// A[i] += B[i] for i < count (the buckets of a second part of the points
+// added into the first's; see cuzk_msm_finish).
+template <class F>
+__global__ void __launch_bounds__(kSegThreads)
+    buckets_add_kernel(Xyzz<F>* __restrict__ A, const Xyzz<F>* __restrict__ B, uint64_t count) {
+    using Acc = SmemAcc<F, kSegThreads>;
+    __shared__ uint4 smem[4 * Acc::kWords * kSegThreads];
+    const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const Acc a{smem + threadIdx.x};
+    a.store(ld(A + i));
+    add_smem<F>(a, GlobalXyzz<F>{B + i});
+    st(A + i, a.load());
+}
+
+// ---- precomputed bases ----------------------------------------------------
+
+// Points a thread shifts and brings back to affine with one inversion
+// (Montgomery's trick: P. L. Montgomery, "Speeding the Pollard and elliptic
+// curve methods of factorization", Math. Comp. 48(177), 1987, sec. 10.3.1).
+constexpr uint32_t kShiftChunk = 8;
+
+// out[i] = 2^c in[i] for i < n, affine in and out (identity = (0, 0)):
+// c Jacobian doublings a point, then one inversion for kShiftChunk points.
+template <class F>
+__global__ void shift_kernel(const Affine<F>* __restrict__ in, Affine<F>* __restrict__ out,
+                             uint64_t n, uint32_t c) {
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    const uint64_t begin = t * kShiftChunk;
+    if (begin >= n) return;
+    const uint32_t m = n - begin < kShiftChunk ? (uint32_t)(n - begin) : kShiftChunk;
+    F z[kShiftChunk], pre[kShiftChunk];
+    F prod = F::one();
+    for (uint32_t k = 0; k < m; ++k) {
+        cuzk::Jacobian<F> p = cuzk::jac_from_affine(ld(in + begin + k));
+        for (uint32_t b = 0; b < c; ++b) p = cuzk::jac_dbl(p);
+        // The Jacobian x, y wait in the output slot for the inversion; an
+        // identity takes z = 1 in the product and is written as (0, 0).
+        Affine<F> xy{p.x, p.y};
+        if (p.z.is_zero()) {
+            xy = Affine<F>::identity();
+            p.z = F::one();
+        }
+        st(&out[begin + k].x, xy.x);
+        st(&out[begin + k].y, xy.y);
+        z[k] = p.z;
+        prod = prod * p.z;
+        pre[k] = prod;
+    }
+    F inv = prod.inverse();  // (z_0 ... z_{m-1})^-1
+    for (uint32_t k = m; k-- > 0;) {
+        const F zi = k > 0 ? inv * pre[k - 1] : inv;  // z_k^-1
+        inv = inv * z[k];
+        Affine<F> q = ld(out + begin + k);
+        if (q.is_identity()) continue;
+        const F zi2 = zi.sqr();
+        q.x = q.x * zi2;
+        q.y = q.y * zi2 * zi;
+        st(&out[begin + k].x, q.x);
+        st(&out[begin + k].y, q.y);
+    }
+}
+
 // CUZK_MSM_VARIANT picks a kernel variant for A/B timing (0: default).
 int msm_variant() {
     const char* v = std::getenv("CUZK_MSM_VARIANT");
@@ -549,8 +617,8 @@ struct Profile {
         if (!on) return;
         std::fprintf(stderr,
                      "cuzk msm profile %s n=%llu c=%u: digits %.3f ms, sort %.3f ms, level0 %.3f "
-                     "ms, levels %.3f ms, reduce %.3f ms\n",
-                     curve, (unsigned long long)n, c, ms[0], ms[1], ms[2], ms[3], ms[4]);
+                     "ms, levels %.3f ms\n",
+                     curve, (unsigned long long)n, c, ms[0], ms[1], ms[2], ms[3]);
         cudaEventDestroy(last);
     }
 };
@@ -563,34 +631,50 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 uint32_t num_windows(uint32_t c) { return (256 + c - 1) / c; }
 
-// Offsets (bytes) of every scratch array.
+// Offsets (bytes) of every scratch array. `n`: the most points of one part
+// (see cuzk_msm_accumulate); `merged`: precomputed bases, every window's
+// pairs sorted together into one set of buckets.
 struct Plan {
     uint32_t windows, half, batch, seg;
+    uint32_t bucket_windows;  // windows with their own buckets: W, or 1 merged
+    uint32_t parts;           // bucket arrays, one a part of the points
+    bool merged;
     uint64_t point_bytes;  // one XYZZ point
+    uint64_t sort_items;   // pairs of one radix sort
     uint64_t list_len;     // entries of level-1 partial lists
     uint64_t keys_in, vals_in, keys_out, vals_out;
     uint64_t list_a_keys, list_a_pts, list_b_keys, list_b_pts;
-    uint64_t cub, cub_bytes, buckets, segs, segs2, r0, r1, level_sums, win, total;
+    uint64_t cub, cub_bytes, buckets, bucket_bytes, segs, segs2, r0, r1, level_sums, win, total;
 };
 
-cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Plan& p) {
+cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, bool merged,
+                      uint32_t parts, Plan& p) {
     if (curve != CUZK_MSM_G1 && curve != CUZK_MSM_G2)
         return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                           "cuzk_msm: curve %u is neither G1 (1) nor G2 (2)", curve);
-    if (c < CUZK_MSM_MIN_WINDOW || c > CUZK_MSM_MAX_WINDOW)
+    const uint32_t max_c = merged ? CUZK_MSM_MAX_PRECOMPUTED_WINDOW : CUZK_MSM_MAX_WINDOW;
+    if (c < CUZK_MSM_MIN_WINDOW || c > max_c)
         return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                           "cuzk_msm: window of %u bits is outside %u..=%u", c,
-                          CUZK_MSM_MIN_WINDOW, CUZK_MSM_MAX_WINDOW);
-    if (n > CUZK_MSM_MAX_POINTS)
+                          CUZK_MSM_MIN_WINDOW, max_c);
+    if (parts != 1 && parts != 2)
         return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
-                          "cuzk_msm: %llu points exceed the limit of 2^31 - 1 a call; split the "
-                          "MSM and add the results",
-                          (unsigned long long)n);
+                          "cuzk_msm: %u parts (give 1 or 2)", parts);
     p.windows = num_windows(c);
+    const uint64_t limit = merged ? CUZK_MSM_MAX_POINTS / p.windows : CUZK_MSM_MAX_POINTS;
+    if (n > limit)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                          "cuzk_msm: %llu points exceed the limit of %llu a call; split the "
+                          "MSM and add the results",
+                          (unsigned long long)n, (unsigned long long)limit);
+    p.merged = merged;
+    p.parts = parts;
     p.half = 1u << (c - 1);
-    p.batch = batch == 0 || batch > p.windows ? p.windows : batch;
+    p.batch = merged || batch == 0 || batch > p.windows ? p.windows : batch;
+    p.bucket_windows = merged ? 1 : p.windows;
     p.point_bytes = curve == CUZK_MSM_G1 ? sizeof(Xyzz<Fp>) : sizeof(Xyzz<Fp2>);
     const uint64_t entries = n * p.batch;
+    p.sort_items = merged ? entries : n;
     const uint64_t l1 = 2 * ceil_div(entries, kChunk0);
     const uint64_t l2 = 2 * ceil_div(l1, kChunkN);
     p.list_len = l1;
@@ -614,18 +698,19 @@ cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Pl
         size_t bytes = 0;
         cudaError_t e = cub::DeviceRadixSort::SortPairs(
             nullptr, bytes, (const uint32_t*)nullptr, (uint32_t*)nullptr,
-            (const uint32_t*)nullptr, (uint32_t*)nullptr, (int)n, 0, (int)c);
+            (const uint32_t*)nullptr, (uint32_t*)nullptr, (int)p.sort_items, 0, (int)c);
         if (e != cudaSuccess) return cuzk::cuda_status(e, "cub::DeviceRadixSort::SortPairs (size)");
         p.cub_bytes = bytes;
     }
     at += align_up(p.cub_bytes);
     p.buckets = at;
-    at += align_up((uint64_t)p.windows * p.half * p.point_bytes);
+    p.bucket_bytes = align_up((uint64_t)p.bucket_windows * p.half * p.point_bytes);
+    at += parts * p.bucket_bytes;
     // Bucket reduction (segments of kSegment): T of a level, the tree sum's
     // second buffer, two R buffers (a level's R is the next level's input),
     // one point a window a level, and the window sums.
     p.seg = kSegment < p.half ? kSegment : p.half;
-    const uint64_t level0 = (uint64_t)p.windows * (p.half / p.seg);
+    const uint64_t level0 = (uint64_t)p.bucket_windows * (p.half / p.seg);
     p.segs = at;  // T
     at += align_up(level0 * p.point_bytes);
     p.segs2 = at;  // tree-sum output
@@ -635,39 +720,47 @@ cuzk_status make_plan(uint32_t curve, uint64_t n, uint32_t c, uint32_t batch, Pl
     p.r1 = at;
     at += align_up(level0 * p.point_bytes);
     p.level_sums = at;
-    at += align_up((uint64_t)kMaxLevels * p.windows * p.point_bytes);
+    at += align_up((uint64_t)kMaxLevels * p.bucket_windows * p.point_bytes);
     p.win = at;
-    at += align_up((uint64_t)p.windows * p.point_bytes);
+    at += align_up((uint64_t)p.bucket_windows * p.point_bytes);
     p.total = at;
     return ok();
 }
 
+// Steps 1-3 for n points (one part) into bucket array `part`; queued, not
+// waited for. `stride`: 0 for plain bases, else the precomputed copies'
+// stride (points).
 template <class F>
-cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64_t n, uint32_t c,
-                char* scratch, void* window_sums, cudaStream_t stream) {
+cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, const Fr* scalars,
+                       uint64_t n, uint32_t c, uint32_t part, char* scratch,
+                       cudaStream_t stream) {
     using X = Xyzz<F>;
     auto* keys_in = reinterpret_cast<uint32_t*>(scratch + p.keys_in);
     auto* vals_in = reinterpret_cast<uint32_t*>(scratch + p.vals_in);
     auto* keys_out = reinterpret_cast<uint32_t*>(scratch + p.keys_out);
     auto* vals_out = reinterpret_cast<uint32_t*>(scratch + p.vals_out);
-    auto* buckets = reinterpret_cast<X*>(scratch + p.buckets);
+    auto* buckets = reinterpret_cast<X*>(scratch + p.buckets + part * p.bucket_bytes);
     uint32_t* list_keys[2] = {reinterpret_cast<uint32_t*>(scratch + p.list_a_keys),
                               reinterpret_cast<uint32_t*>(scratch + p.list_b_keys)};
     X* list_pts[2] = {reinterpret_cast<X*>(scratch + p.list_a_pts),
                       reinterpret_cast<X*>(scratch + p.list_b_pts)};
+    CUZK_CUDA_TRY(cudaMemsetAsync(buckets, 0, p.bucket_bytes, stream));
+    if (n == 0) return ok();  // an empty part: identity buckets
     Profile prof(stream);
-    CUZK_CUDA_TRY(cudaMemsetAsync(buckets, 0, (uint64_t)p.windows * p.half * sizeof(X), stream));
     for (uint32_t w0 = 0; w0 < p.windows; w0 += p.batch) {
         const uint32_t nw = p.windows - w0 < p.batch ? p.windows - w0 : p.batch;
-        digits_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, stream>>>(scalars, n, c, w0, nw,
-                                                                     keys_in, vals_in);
+        digits_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, stream>>>(
+            scalars, n, c, w0, nw, p.merged ? stride : 0, keys_in, vals_in);
         CUZK_CUDA_TRY(cudaGetLastError());
         prof.mark(0);
-        for (uint32_t k = 0; k < nw; ++k) {
+        // Plain: one sort a window (keys carry the window above the c
+        // bucket bits, so windows stay apart). Merged: one sort of all.
+        const uint64_t items = p.merged ? n * nw : n;
+        for (uint32_t k = 0; k < (p.merged ? 1u : nw); ++k) {
             size_t bytes = p.cub_bytes;
             CUZK_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
                 scratch + p.cub, bytes, keys_in + k * n, keys_out + k * n, vals_in + k * n,
-                vals_out + k * n, (int)n, 0, (int)c, stream));
+                vals_out + k * n, (int)items, 0, (int)c, stream));
         }
         prof.mark(1);
         // Level 0 over the sorted pairs, then the partial lists.
@@ -706,8 +799,26 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         }
         prof.mark(3);
     }
+    prof.print(sizeof(F) == sizeof(Fp) ? "G1" : "G2", n, c);
+    return ok();
+}
+
+// Step 4 over the buckets (the parts' arrays added first), then the window
+// sums to the host; waits for the stream.
+template <class F>
+cuzk_status finish(const Plan& p, char* scratch, void* window_sums, cudaStream_t stream) {
+    using X = Xyzz<F>;
+    Profile prof(stream);
+    auto* buckets = reinterpret_cast<X*>(scratch + p.buckets);
+    const uint64_t count = (uint64_t)p.bucket_windows * p.half;
+    for (uint32_t k = 1; k < p.parts; ++k) {
+        buckets_add_kernel<F><<<(unsigned)ceil_div(count, kSegThreads), kSegThreads, 0, stream>>>(
+            buckets, reinterpret_cast<const X*>(scratch + p.buckets + k * p.bucket_bytes), count);
+        CUZK_CUDA_TRY(cudaGetLastError());
+    }
     // Bucket reduction: levels of segments (see segments_kernel), each
     // level's T summed per window by a tree of kReduceGroup, then Horner.
+    const uint32_t windows = p.bucket_windows;
     X* tbuf = reinterpret_cast<X*>(scratch + p.segs);
     X* tbuf2 = reinterpret_cast<X*>(scratch + p.segs2);
     X* rbuf[2] = {reinterpret_cast<X*>(scratch + p.r0), reinterpret_cast<X*>(scratch + p.r1)};
@@ -720,12 +831,12 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
     int rcur = 0;
     for (;;) {
         if (levels == kMaxLevels)
-            return cuzk::fail(CUZK_ERR_INTERNAL, 0, "cuzk_msm_run: more than %u reduction levels",
+            return cuzk::fail(CUZK_ERR_INTERNAL, 0, "cuzk_msm_finish: more than %u reduction levels",
                               kMaxLevels);
         const uint32_t seg = per < kSegment ? (uint32_t)per : kSegment;
         const bool last = per <= kSegment;
         uint64_t per_window = per / seg;
-        const uint64_t threads = (uint64_t)p.windows * per_window;
+        const uint64_t threads = (uint64_t)windows * per_window;
         // The running sums in shared memory (segments_smem_kernel): on the
         // H200 the first level went from 8.71 to 4.16 ms (G2 2^20) and from
         // 66.7 to 59.1 ms (G2 2^24), G1 unchanged or slightly faster
@@ -733,18 +844,18 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         // picks the register version for A/B timing.
         if (msm_variant() == 2)
             segments_kernel<F><<<(unsigned)ceil_div(threads, 64), 64, 0, stream>>>(
-                level_in, p.windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
+                level_in, windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
         else
             segments_smem_kernel<F>
                 <<<(unsigned)ceil_div(threads, kSegThreads), kSegThreads, 0, stream>>>(
-                    level_in, p.windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
+                    level_in, windows, per, shift, seg, tbuf, last ? nullptr : rbuf[rcur]);
         CUZK_CUDA_TRY(cudaGetLastError());
         X* in = tbuf;
         X* out = tbuf2;
         while (per_window > 1) {
             const uint32_t g =
                 per_window < kReduceGroup ? (uint32_t)per_window : kReduceGroup;
-            const uint64_t count = (uint64_t)p.windows * (per_window / g);
+            const uint64_t count = (uint64_t)windows * (per_window / g);
             group_sum_kernel<F><<<(unsigned)ceil_div(count, 64), 64, 0, stream>>>(in, count, g,
                                                                                 out);
             CUZK_CUDA_TRY(cudaGetLastError());
@@ -753,8 +864,8 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
             in = out;
             out = tmp;
         }
-        CUZK_CUDA_TRY(cudaMemcpyAsync(level_sums + (uint64_t)levels * p.windows, in,
-                                      (uint64_t)p.windows * sizeof(X), cudaMemcpyDeviceToDevice,
+        CUZK_CUDA_TRY(cudaMemcpyAsync(level_sums + (uint64_t)levels * windows, in,
+                                      (uint64_t)windows * sizeof(X), cudaMemcpyDeviceToDevice,
                                       stream));
         ++levels;
         if (last) break;
@@ -763,15 +874,44 @@ cuzk_status run(const Plan& p, const Affine<F>* bases, const Fr* scalars, uint64
         per /= seg;
         shift = 1;
     }
-    combine_levels_kernel<F><<<(unsigned)ceil_div(p.windows, 32), 32, 0, stream>>>(
-        level_sums, p.windows, levels, kLogSegment, win);
+    combine_levels_kernel<F><<<(unsigned)ceil_div(windows, 32), 32, 0, stream>>>(
+        level_sums, windows, levels, kLogSegment, win);
     CUZK_CUDA_TRY(cudaGetLastError());
-    X* in = win;
     prof.mark(4);
-    prof.print(sizeof(F) == sizeof(Fp) ? "G1" : "G2", n, c);
-    CUZK_CUDA_TRY(cudaMemcpyAsync(window_sums, in, (uint64_t)p.windows * sizeof(X),
+    if (prof.on)
+        std::fprintf(stderr, "cuzk msm profile %s: reduce %.3f ms (%u parts, %u bucket windows)\n",
+                     sizeof(F) == sizeof(Fp) ? "G1" : "G2", prof.ms[4], p.parts, windows);
+    if (prof.on) cudaEventDestroy(prof.last);
+    CUZK_CUDA_TRY(cudaMemcpyAsync(window_sums, win, (uint64_t)windows * sizeof(X),
                                   cudaMemcpyDeviceToHost, stream));
     CUZK_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ok();
+}
+
+// out[j n + i] = 2^(c j) bases[i] for j < W, i < n.
+template <class F>
+cuzk_status precompute(const Affine<F>* bases, uint64_t n, uint32_t c, uint32_t windows,
+                       Affine<F>* out, cudaStream_t stream) {
+    CUZK_CUDA_TRY(cudaMemcpyAsync(out, bases, n * sizeof(Affine<F>), cudaMemcpyDeviceToDevice,
+                                  stream));
+    const uint64_t threads = ceil_div(n, kShiftChunk);
+    for (uint32_t j = 1; j < windows; ++j) {
+        shift_kernel<F><<<(unsigned)ceil_div(threads, 128), 128, 0, stream>>>(
+            out + (j - 1) * n, out + j * n, n, c);
+        CUZK_CUDA_TRY(cudaGetLastError());
+    }
+    CUZK_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ok();
+}
+
+cuzk_status check_scratch(const char* f, const Plan& p, const void* scratch, uint64_t bytes) {
+    if (scratch == nullptr)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: null scratch", f);
+    if (bytes < p.total)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                          "%s: scratch of %llu bytes, %llu needed (ask cuzk_msm_scratch_bytes "
+                          "with the same arguments)",
+                          f, (unsigned long long)bytes, (unsigned long long)p.total);
     return ok();
 }
 
@@ -782,47 +922,100 @@ extern "C" {
 
 cuzk_status cuzk_msm_scratch_bytes(int32_t device, uint32_t curve, uint64_t n,
                                    uint32_t window_bits, uint32_t windows_per_batch,
-                                   uint64_t* bytes) {
+                                   uint32_t precomputed, uint32_t parts, uint64_t* bytes) {
     return guard("cuzk_msm_scratch_bytes", [&]() -> cuzk_status {
         if (bytes == nullptr)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_scratch_bytes: null output");
         CUZK_CUDA_TRY(cudaSetDevice(device));
         Plan p;
-        const cuzk_status s = make_plan(curve, n, window_bits, windows_per_batch, p);
+        const cuzk_status s =
+            make_plan(curve, n, window_bits, windows_per_batch, precomputed != 0, parts, p);
         if (s.code != CUZK_OK) return s;
         *bytes = p.total;
         return ok();
     });
 }
 
-cuzk_status cuzk_msm_run(int32_t device, uint32_t curve, const void* bases, const void* scalars,
-                         uint64_t n, uint32_t window_bits, uint32_t windows_per_batch,
-                         void* scratch, uint64_t scratch_bytes, void* window_sums, void* stream) {
-    return guard("cuzk_msm_run", [&]() -> cuzk_status {
-        if (window_sums == nullptr)
-            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_run: null window_sums");
-        if (n > 0 && (bases == nullptr || scalars == nullptr || scratch == nullptr))
-            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_run: null device pointer");
+cuzk_status cuzk_msm_precompute(int32_t device, uint32_t curve, const void* bases, uint64_t n,
+                                uint32_t window_bits, void* out, void* stream) {
+    return guard("cuzk_msm_precompute", [&]() -> cuzk_status {
+        if (n > 0 && (bases == nullptr || out == nullptr))
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_precompute: null pointer");
         CUZK_CUDA_TRY(cudaSetDevice(device));
         Plan p;
-        const cuzk_status s = make_plan(curve, n, window_bits, windows_per_batch, p);
+        const cuzk_status s = make_plan(curve, n, window_bits, 0, true, 1, p);
         if (s.code != CUZK_OK) return s;
-        if (n == 0) {
-            std::memset(window_sums, 0, (size_t)p.windows * p.point_bytes);  // zz = 0: identity
-            return ok();
-        }
-        if (scratch_bytes < p.total)
+        if (n == 0) return ok();
+        const auto st = (cudaStream_t)stream;
+        if (curve == CUZK_MSM_G1)
+            return precompute<Fp>(static_cast<const Affine<Fp>*>(bases), n, window_bits,
+                                  p.windows, static_cast<Affine<Fp>*>(out), st);
+        return precompute<Fp2>(static_cast<const Affine<Fp2>*>(bases), n, window_bits, p.windows,
+                               static_cast<Affine<Fp2>*>(out), st);
+    });
+}
+
+cuzk_status cuzk_msm_accumulate(int32_t device, uint32_t curve, const void* bases,
+                                uint64_t stride, const void* scalars, uint64_t n,
+                                uint64_t plan_n, uint32_t window_bits,
+                                uint32_t windows_per_batch, uint32_t parts, uint32_t part,
+                                void* scratch, uint64_t scratch_bytes, void* stream) {
+    return guard("cuzk_msm_accumulate", [&]() -> cuzk_status {
+        if (n > plan_n)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
-                              "cuzk_msm_run: scratch of %llu bytes, %llu needed (ask "
-                              "cuzk_msm_scratch_bytes)",
-                              (unsigned long long)scratch_bytes, (unsigned long long)p.total);
+                              "cuzk_msm_accumulate: %llu points in a part, the scratch is "
+                              "planned for %llu",
+                              (unsigned long long)n, (unsigned long long)plan_n);
+        if (part >= parts)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_accumulate: part %u of %u", part, parts);
+        if (n > 0 && (bases == nullptr || scalars == nullptr))
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_accumulate: null device pointer");
+        if (stride != 0 && stride < n)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_accumulate: %llu points past a stride of %llu",
+                              (unsigned long long)n, (unsigned long long)stride);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        Plan p;
+        cuzk_status s =
+            make_plan(curve, plan_n, window_bits, windows_per_batch, stride != 0, parts, p);
+        if (s.code != CUZK_OK) return s;
+        if (stride != 0 && stride > CUZK_MSM_MAX_POINTS / p.windows)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_accumulate: %u windows of %llu precomputed points pass "
+                              "2^31 - 1",
+                              p.windows, (unsigned long long)stride);
+        s = check_scratch("cuzk_msm_accumulate", p, scratch, scratch_bytes);
+        if (s.code != CUZK_OK) return s;
         auto* base = static_cast<char*>(scratch);
         const auto st = (cudaStream_t)stream;
         if (curve == CUZK_MSM_G1)
-            return run<Fp>(p, static_cast<const Affine<Fp>*>(bases),
-                           static_cast<const Fr*>(scalars), n, window_bits, base, window_sums, st);
-        return run<Fp2>(p, static_cast<const Affine<Fp2>*>(bases),
-                        static_cast<const Fr*>(scalars), n, window_bits, base, window_sums, st);
+            return accumulate<Fp>(p, static_cast<const Affine<Fp>*>(bases), stride,
+                                  static_cast<const Fr*>(scalars), n, window_bits, part, base, st);
+        return accumulate<Fp2>(p, static_cast<const Affine<Fp2>*>(bases), stride,
+                               static_cast<const Fr*>(scalars), n, window_bits, part, base, st);
+    });
+}
+
+cuzk_status cuzk_msm_finish(int32_t device, uint32_t curve, uint64_t plan_n, uint32_t window_bits,
+                            uint32_t windows_per_batch, uint32_t precomputed, uint32_t parts,
+                            void* scratch, uint64_t scratch_bytes, void* window_sums,
+                            void* stream) {
+    return guard("cuzk_msm_finish", [&]() -> cuzk_status {
+        if (window_sums == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_finish: null window_sums");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        Plan p;
+        cuzk_status s = make_plan(curve, plan_n, window_bits, windows_per_batch,
+                                  precomputed != 0, parts, p);
+        if (s.code != CUZK_OK) return s;
+        s = check_scratch("cuzk_msm_finish", p, scratch, scratch_bytes);
+        if (s.code != CUZK_OK) return s;
+        auto* base = static_cast<char*>(scratch);
+        const auto st = (cudaStream_t)stream;
+        if (curve == CUZK_MSM_G1) return finish<Fp>(p, base, window_sums, st);
+        return finish<Fp2>(p, base, window_sums, st);
     });
 }
 

@@ -6,7 +6,9 @@
 
 extern "C" {
 
-cuzk_status cuzk_msm_scratch_bytes(int32_t, uint32_t, uint64_t, uint32_t, uint32_t, uint64_t*) { return cuzk::no_cuda_build("cuzk_msm_scratch_bytes"); }
-cuzk_status cuzk_msm_run(int32_t, uint32_t, const void*, const void*, uint64_t, uint32_t, uint32_t, void*, uint64_t, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_run"); }
+cuzk_status cuzk_msm_scratch_bytes(int32_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t, uint32_t, uint64_t*) { return cuzk::no_cuda_build("cuzk_msm_scratch_bytes"); }
+cuzk_status cuzk_msm_precompute(int32_t, uint32_t, const void*, uint64_t, uint32_t, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_precompute"); }
+cuzk_status cuzk_msm_accumulate(int32_t, uint32_t, const void*, uint64_t, const void*, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_msm_accumulate"); }
+cuzk_status cuzk_msm_finish(int32_t, uint32_t, uint64_t, uint32_t, uint32_t, uint32_t, uint32_t, void*, uint64_t, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_finish"); }
 
 }  // extern "C"

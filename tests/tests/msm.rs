@@ -4,7 +4,8 @@
 //! scalars, equal points with equal scalars, P beside -P, windows that
 //! divide the scalar size, skewed witness-like scalars), proptest sizes
 //! 0..=2^14, random sizes up to 2^20, spot checks at 2^24 and 2^26, a size
-//! whose sorted pairs pass 2^31 entries, repeatability; and the Ethereum
+//! whose sorted pairs pass 2^31 entries, repeatability, bases precomputed
+//! for one set of buckets, two-part MSMs; and the Ethereum
 //! KZG ceremony's setup: commitments equal c-kzg's `blob_to_kzg_commitment`.
 
 use ark_bls12_381::{g1, g2};
@@ -327,16 +328,113 @@ fn gpu_msm_is_repeatable() {
     }
 }
 
-/// One 2^16 G1 and one 2^16 G2 MSM: the case `compute-sanitizer` runs
-/// (`--tool memcheck` and `--tool racecheck`).
+/// One 2^16 G1 and one 2^16 G2 MSM, and each again over bases precomputed
+/// for 16-bit windows: the case `compute-sanitizer` runs (`--tool memcheck`
+/// and `--tool racecheck`).
 #[test]
 fn gpu_msm_sanitizer_case() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_sanitizer_case");
     let (b, s) = inputs::<g1::Config>(&mut r, 1 << 16, Flavor::Edges);
     check_gpu(g, &b, &s, "sanitizer case");
+    check_precomputed(g, &b, &s, Some(16), "sanitizer case");
     let (b, s) = inputs::<g2::Config>(&mut r, 1 << 16, Flavor::Edges);
     check_gpu(g, &b, &s, "sanitizer case");
+    check_precomputed(g, &b, &s, Some(16), "sanitizer case");
+}
+
+/// The MSM over bases precomputed for window `c` (None: the engine's
+/// choice) against blst, for all the scalars and for a prefix of them.
+fn check_precomputed<P: MsmCurve>(
+    g: &GpuMsm,
+    bases: &[Affine<P>],
+    scalars: &[Fr],
+    c: Option<u32>,
+    what: &str,
+) {
+    let fixed = g.upload_bases_precomputed(bases, c).unwrap();
+    if c.is_some() && !bases.is_empty() {
+        assert_eq!(fixed.precomputed_window_bits(), c);
+    }
+    let want = cpu::msm(bases, scalars).unwrap().into_affine();
+    assert_eq!(
+        fixed.msm(scalars).unwrap().into_affine(),
+        want,
+        "{} {what}: precomputed, n = {}, window {:?}",
+        P::NAME,
+        bases.len(),
+        fixed.precomputed_window_bits()
+    );
+    let k = scalars.len() * 2 / 3;
+    let want = cpu::msm(&bases[..k], &scalars[..k]).unwrap().into_affine();
+    assert_eq!(
+        fixed.msm_prefix(&scalars[..k]).unwrap().into_affine(),
+        want,
+        "{} {what}: precomputed prefix of {k}, n = {}",
+        P::NAME,
+        bases.len()
+    );
+}
+
+fn gpu_precomputed_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
+    for n in [0usize, 1, 2, 33, 257, 4099] {
+        for flavor in FLAVORS {
+            let (b, s) = inputs::<P>(r, n, flavor);
+            check_precomputed(g, &b, &s, None, &format!("{flavor:?}"));
+        }
+    }
+    // Windows that divide 255 or 256, odd ones, and the largest (26 bits:
+    // 2^25 buckets, 10 copies).
+    for c in [2u32, 3, 8, 13, 16, 17, 21, 24, 26] {
+        for flavor in FLAVORS {
+            let (b, s) = inputs::<P>(r, 3000, flavor);
+            check_precomputed(g, &b, &s, Some(c), &format!("window {c}, {flavor:?}"));
+        }
+    }
+}
+
+/// Bases precomputed for one set of buckets across windows: every edge-case
+/// flavour, windows 2..=26, prefixes; bad windows are errors.
+#[test]
+fn gpu_msm_precomputed_bases() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_precomputed_bases");
+    gpu_precomputed_edges::<g1::Config>(g, &mut r);
+    gpu_precomputed_edges::<g2::Config>(g, &mut r);
+    let (b, _) = inputs::<g1::Config>(&mut r, 10, Flavor::Random);
+    for c in [0u32, 1, 27, 40] {
+        assert!(
+            matches!(
+                g.upload_bases_precomputed(&b, Some(c)),
+                Err(Error::InvalidArgument(_))
+            ),
+            "window {c}"
+        );
+    }
+    report("msm: G1 and G2 over precomputed bases (windows 2..=26) equal blst");
+}
+
+/// From 2^20 points an MSM runs in two parts (the second part's scalars go
+/// up while the first part runs): plain and precomputed, G1 and G2, just
+/// past the threshold and at odd sizes.
+#[test]
+fn gpu_msm_two_parts() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_msm_two_parts");
+    for (n, flavor) in [
+        (cuzk_msm::SPLIT_MIN_POINTS, Flavor::Random),
+        (cuzk_msm::SPLIT_MIN_POINTS + 7, Flavor::Skewed),
+        ((1 << 21) + 12345, Flavor::Edges),
+    ] {
+        let (b, s) = inputs::<g1::Config>(&mut r, n, flavor);
+        check_gpu(g, &b, &s, &format!("two parts, {flavor:?}"));
+        check_precomputed(g, &b, &s, None, &format!("two parts, {flavor:?}"));
+    }
+    let n = cuzk_msm::SPLIT_MIN_POINTS + 1;
+    let (b, s) = inputs::<g2::Config>(&mut r, n, Flavor::Collisions);
+    check_gpu(g, &b, &s, "two parts");
+    check_precomputed(g, &b, &s, Some(20), "two parts");
+    report("msm: two-part MSMs (G1 to 2^21 + 12345, G2 2^20 + 1) equal blst");
 }
 
 fn big_scalars(r: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
@@ -383,6 +481,19 @@ fn gpu_msm_spot_checks_large() {
             "G1 n = {n}"
         );
         report(&format!("msm: G1 n = {n} equals blst (blst {cpu_s:.1} s)"));
+        drop(fixed);
+        let pre = g.upload_bases_precomputed(&bases[..n], None).unwrap();
+        assert_eq!(
+            pre.msm(&scalars[..n]).unwrap().into_affine(),
+            want,
+            "G1 n = {n}, precomputed with window {:?}",
+            pre.precomputed_window_bits()
+        );
+        report(&format!(
+            "msm: G1 n = {n} over precomputed bases (window {:?}) equals blst",
+            pre.precomputed_window_bits()
+        ));
+        drop(pre);
         if n > 1 << 24 {
             let g8 = g.clone().with_window_bits(8).unwrap();
             let fixed = g8.upload_bases(&bases[..n]).unwrap();

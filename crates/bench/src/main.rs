@@ -477,7 +477,8 @@ fn bench_points<P: ark_ec::short_weierstrass::SWCurveConfig>(
 }
 
 /// One curve's MSM ladder: cuzk on the GPU with resident bases (uploaded
-/// once; scalars copied in per call) and with the bases copied in per call,
+/// once; scalars copied in per call), with the bases copied in per call and
+/// with precomputed bases (plus the precomputation's one-time cost),
 /// blst on all CPU cores, arkworks (all cores, up to 2^20), and for G1
 /// sppark 0.1.16 (points and scalars copied in per call, and with the points
 /// uploaded once and the scalars copied in per call). Wall time of the
@@ -572,6 +573,37 @@ fn msm_curve<P: cuzk_msm::MsmCurve>(
             median_ms: ms,
             timing: "wall, host to host",
         });
+        // Precomputed bases (one set of buckets for all windows): the
+        // one-time precomputation, then MSMs against them.
+        let t0 = std::time::Instant::now();
+        let pre = g.upload_bases_precomputed(p, None)?;
+        let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
+        if let Some(c) = pre.precomputed_window_bits() {
+            let ms = wall_ms(gpu_reps, || got = pre.msm(s).expect("cuzk msm"));
+            if got.into_affine() != cuzk_result {
+                eprintln!("bench msm: MISMATCH: cuzk's precomputed MSM differs at {name}");
+            }
+            figs.push(Figure {
+                layer: "msm",
+                name: name.clone(),
+                implementation: "cuzk GPU (precomputed bases, scalars copied in)",
+                elements: n,
+                median_ms: ms,
+                timing: "wall, scalars host to device",
+            });
+            figs.push(Figure {
+                layer: "msm",
+                name: name.clone(),
+                implementation: "cuzk GPU precomputation of the bases (once)",
+                elements: n,
+                median_ms: setup_ms,
+                timing: "wall, bases host to device, one run",
+            });
+            eprintln!("bench msm: {name}: precomputed with c = {c} in {setup_ms:.0} ms");
+        } else {
+            eprintln!("bench msm: {name}: no room for precomputed bases, skipped");
+        }
+        drop(pre);
         #[cfg(feature = "sppark")]
         if sppark {
             // The peer exists for G1 only.
@@ -599,9 +631,8 @@ fn msm_curve<P: cuzk_msm::MsmCurve>(
             });
             // Like for like with cuzk's resident figure: sppark's msm_t with
             // the points uploaded once, scalars copied in per call.
-            let (got, mut times) =
-                cuzk_sppark_peer::msm_g1_resident(&p1[..n], s, gpu_reps as u32)
-                    .map_err(|e| anyhow::anyhow!("sppark resident msm: {e}"))?;
+            let (got, mut times) = cuzk_sppark_peer::msm_g1_resident(&p1[..n], s, gpu_reps as u32)
+                .map_err(|e| anyhow::anyhow!("sppark resident msm: {e}"))?;
             if got.into_affine() != *ours {
                 eprintln!(
                     "bench msm: MISMATCH: sppark's resident MSM differs from cuzk's at {name}"

@@ -6,7 +6,6 @@ use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ff::AdditiveGroup;
 use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, StagedCopies, Strategy, Stream};
 use cuzk_field::layout::Xyzz;
-use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -27,13 +26,23 @@ struct Engine {
     stream: Stream,
     /// Scalars (and copied-in bases) go up through pinned staging buffers.
     copies: StagedCopies,
+    /// The second part's scalars go up on this stream while the first
+    /// part's kernels run on `stream` (see [`GpuMsm`]).
+    copy_stream: Stream,
+    copies2: StagedCopies,
 }
 
 /// MSMs on one GPU: a stream and the device's memory manager. Cheap to
 /// clone (shared); calls are serialized on its stream. Scalars and
 /// copied-in bases of 4 MiB or more go up through pinned staging buffers
 /// ([`cuzk_alloc::StagedCopies`]: 64 MiB of pinned host memory, taken on
-/// first use and held by the engine).
+/// first use and held by the engine; 128 MiB once a split MSM ran).
+///
+/// From [`SPLIT_MIN_POINTS`] points on, an MSM runs in two parts: the
+/// first eighth of the points is copied in and its kernels start, and the
+/// other seven eighths' scalars go up on a second stream meanwhile; the
+/// parts' buckets are added before the reduction (`CUZK_MSM_SPLIT=0` turns
+/// this off, for A/B timing).
 #[derive(Clone)]
 pub struct GpuMsm {
     e: Arc<Engine>,
@@ -65,11 +74,14 @@ impl GpuMsm {
     /// As [`GpuMsm::new`].
     pub fn with_memory(mem: Arc<DeviceMemory>) -> Result<Self> {
         let stream = Stream::new(mem.device())?;
+        let copy_stream = Stream::new(mem.device())?;
         Ok(GpuMsm {
             e: Arc::new(Engine {
                 mem,
                 stream,
                 copies: StagedCopies::default(),
+                copy_stream,
+                copies2: StagedCopies::default(),
             }),
             window: None,
         })
@@ -140,6 +152,82 @@ impl GpuMsm {
             engine: self.clone(),
             bases: d,
             n: bases.len(),
+            window: None,
+            _p: PhantomData,
+        })
+    }
+
+    /// Uploads `bases` with precomputed shifted copies for window size `c`
+    /// (W = ceil(256 / c) windows): copy j of point i is 2^(c j) P_i,
+    /// computed on the GPU (about c + 9 field multiplications a copy), so
+    /// that every MSM against them sorts all windows' digits into one set
+    /// of 2^(c-1) buckets and reduces the buckets once: larger windows,
+    /// fewer point additions (fixed-base exponentiation with precomputation,
+    /// Brickell, Gordon, McCurley and Wilson, EUROCRYPT 1992). Device memory:
+    /// W n points (96 bytes for G1, 192 for G2), e.g. 11 x 6 GiB for 2^26
+    /// G1 points at c = 24.
+    ///
+    /// `window_bits`: `None` picks [`precomputed_window_bits`]`(n)` and
+    /// falls back to plain bases ([`GpuMsm::upload_bases`]) when the copies
+    /// and one MSM's scratch do not fit the memory budget or W n passes
+    /// 2^31 - 1; [`FixedBases::precomputed_window_bits`] tells which.
+    /// `Some(c)` insists.
+    ///
+    /// # Errors
+    /// With `Some(c)`: [`Error::InvalidArgument`] unless c is in 2..=26 and
+    /// W n < 2^31; [`Error::OutOfMemory`] when the copies do not fit. Both:
+    /// CUDA errors.
+    pub fn upload_bases_precomputed<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        window_bits: Option<u32>,
+    ) -> Result<FixedBases<P>> {
+        let n = bases.len();
+        let c = window_bits.unwrap_or_else(|| crate::precomputed_window_bits(n));
+        if !(sys::CUZK_MSM_MIN_WINDOW..=sys::CUZK_MSM_MAX_PRECOMPUTED_WINDOW).contains(&c) {
+            return Err(Error::InvalidArgument(format!(
+                "precomputed window of {c} bits: choose 2..=26"
+            )));
+        }
+        let windows = 256u32.div_ceil(c) as usize;
+        let point = std::mem::size_of::<Affine<P>>();
+        let too_many = (windows as u64) * (n as u64) > sys::CUZK_MSM_MAX_POINTS as u64;
+        let fits = || -> Result<bool> {
+            let scratch = self.scratch_bytes_for::<P>(n, c, 0, true, 2)?;
+            let copies = ((windows + 1) * n * point) as u64;
+            self.e.mem.budget().fits(copies + scratch + 32 * n as u64)
+        };
+        if n == 0 || (window_bits.is_none() && (too_many || !fits()?)) {
+            return self.upload_bases(bases);
+        }
+        if too_many {
+            return Err(Error::InvalidArgument(format!(
+                "{windows} precomputed copies of {n} points pass 2^31 - 1: choose a larger window"
+            )));
+        }
+        let plain = self.upload_bases(bases)?;
+        let mut d =
+            self.e
+                .mem
+                .alloc::<u8>(windows * n * point, Strategy::Async, &self.e.stream, None)?;
+        // SAFETY: `plain` holds n points of P on this device, `d` W n; the
+        // call waits for the stream.
+        check(unsafe {
+            sys::cuzk_msm_precompute(
+                self.e.mem.device(),
+                P::CURVE,
+                plain.bases.as_ptr().cast(),
+                n as u64,
+                c,
+                d.as_mut_ptr().cast(),
+                self.e.stream.as_raw(),
+            )
+        })?;
+        Ok(FixedBases {
+            engine: self.clone(),
+            bases: d,
+            n,
+            window: Some(c),
             _p: PhantomData,
         })
     }
@@ -150,6 +238,18 @@ impl GpuMsm {
     /// # Errors
     /// [`Error::InvalidArgument`] for n >= 2^31; CUDA errors.
     pub fn scratch_bytes<P: MsmCurve>(&self, n: usize, windows_per_batch: u32) -> Result<u64> {
+        self.scratch_bytes_for::<P>(n, self.window_for(n), windows_per_batch, false, 1)
+    }
+
+    /// Scratch bytes for parts of up to `n` points (see cuzk_msm_scratch_bytes).
+    fn scratch_bytes_for<P: MsmCurve>(
+        &self,
+        n: usize,
+        c: u32,
+        windows_per_batch: u32,
+        precomputed: bool,
+        parts: u32,
+    ) -> Result<u64> {
         let mut bytes = 0u64;
         // SAFETY: plain arguments and one output.
         check(unsafe {
@@ -157,60 +257,139 @@ impl GpuMsm {
                 self.e.mem.device(),
                 P::CURVE,
                 n as u64,
-                self.window_for(n),
+                c,
                 windows_per_batch,
+                u32::from(precomputed),
+                parts,
                 &mut bytes,
             )
         })?;
         Ok(bytes)
     }
 
-    /// Runs one MSM over `n` device-resident bases and host scalars.
+    /// Runs one MSM over the first `scalars.len()` device-resident bases:
+    /// plain (`precomputed: None`, at least as many points as scalars) or
+    /// precomputed for window `c` with `stride` points a copy.
     fn run<P: MsmCurve>(
         &self,
-        bases: *const c_void,
-        n: usize,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
         scalars: &[Fr],
     ) -> Result<Projective<P>> {
-        check_lengths(n, scalars.len())?;
+        let n = scalars.len();
         if n == 0 {
             return Ok(Projective::default());
         }
         let e = &self.e;
-        let c = self.window_for(n);
-        let windows = 256u32.div_ceil(c);
-        // As many windows a batch as the budget allows (all, when it fits).
-        let mut batch = windows;
-        let mut bytes = self.scratch_bytes::<P>(n, batch)?;
-        while batch > 1 && !e.mem.budget().fits(bytes + 32 * n as u64)? {
-            batch = batch.div_ceil(2);
-            bytes = self.scratch_bytes::<P>(n, batch)?;
+        let split = n >= SPLIT_MIN_POINTS && std::env::var("CUZK_MSM_SPLIT").as_deref() != Ok("0");
+        let n0 = if split { n / 8 } else { n };
+        let parts = if split { 2 } else { 1 };
+        let plan_n = n0.max(n - n0);
+        let fits = |bytes: u64| e.mem.budget().fits(bytes + 32 * n as u64);
+        // Precomputed bases need every window at once; when that does not
+        // fit, copy 0 (the plain bases) serves with batches of windows.
+        let mut job = match precomputed {
+            Some(c) => {
+                let bytes = self.scratch_bytes_for::<P>(plan_n, c, 0, true, parts)?;
+                fits(bytes)?.then_some((c, 256u32.div_ceil(c), bytes, true))
+            }
+            None => None,
+        };
+        if job.is_none() {
+            let c = self.window_for(n);
+            let windows = 256u32.div_ceil(c);
+            // As many windows a batch as the budget allows (all, when it fits).
+            let mut batch = windows;
+            let mut bytes = self.scratch_bytes_for::<P>(plan_n, c, batch, false, parts)?;
+            while batch > 1 && !fits(bytes)? {
+                batch = batch.div_ceil(2);
+                bytes = self.scratch_bytes_for::<P>(plan_n, c, batch, false, parts)?;
+            }
+            job = Some((c, batch, bytes, false));
         }
-        let mut s = e.mem.alloc::<Fr>(n, Strategy::Async, &e.stream, None)?;
-        e.copies.upload(&mut s, scalars)?;
+        let (c, batch, bytes, merged) = job.expect("set above");
+        let stride = if merged { stride } else { 0 };
+        let point = std::mem::size_of::<Affine<P>>();
+        let mut s0 = e.mem.alloc::<Fr>(n0, Strategy::Async, &e.stream, None)?;
+        e.copies.upload(&mut s0, &scalars[..n0])?;
         let mut scratch = e
             .mem
             .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
-        let mut sums = vec![Xyzz::<P>::identity(); windows as usize];
-        // SAFETY: `bases` holds n points and `s` n scalars on this device;
-        // `scratch` holds `bytes` bytes as cuzk_msm_scratch_bytes asked; `sums`
-        // holds W XYZZ points of P's layout (repr(C), 4 coordinates). The call
-        // waits for its stream before it returns.
-        check(unsafe {
-            sys::cuzk_msm_run(
-                e.mem.device(),
-                P::CURVE,
-                bases,
-                s.as_ptr().cast(),
-                n as u64,
-                c,
-                batch,
-                scratch.as_mut_ptr().cast(),
-                bytes,
-                sums.as_mut_ptr().cast(),
-                e.stream.as_raw(),
-            )
-        })?;
+        let mut s1: Option<DeviceBuffer<Fr>> = None;
+        let sums = (|| -> Result<Vec<Xyzz<P>>> {
+            let accumulate =
+                |part: u32, first: usize, s: &DeviceBuffer<Fr>, scratch: &mut DeviceBuffer<u8>| {
+                    // SAFETY: `bases` holds the points [first, first + s.len())
+                    // (each of the W copies, `stride` apart, when precomputed)
+                    // and `s` as many scalars, on this device; `scratch` holds
+                    // `bytes` bytes as cuzk_msm_scratch_bytes asked for these
+                    // arguments. The work is queued on the engine's stream; the
+                    // buffers outlive it (finish waits, and on error the
+                    // closure's caller waits before they drop).
+                    check(unsafe {
+                        sys::cuzk_msm_accumulate(
+                            e.mem.device(),
+                            P::CURVE,
+                            bases.wrapping_add(first * point).cast(),
+                            stride as u64,
+                            s.as_ptr().cast(),
+                            s.len() as u64,
+                            plan_n as u64,
+                            c,
+                            batch,
+                            parts,
+                            part,
+                            scratch.as_mut_ptr().cast(),
+                            bytes,
+                            e.stream.as_raw(),
+                        )
+                    })
+                };
+            accumulate(0, 0, &s0, &mut scratch)?;
+            if split {
+                // Meanwhile the rest of the scalars go up on the copy stream.
+                let mut b = e
+                    .mem
+                    .alloc::<Fr>(n - n0, Strategy::Async, &e.copy_stream, None)?;
+                e.copies2.upload(&mut b, &scalars[n0..])?;
+                accumulate(1, n0, &b, &mut scratch)?;
+                s1 = Some(b);
+            }
+            let count = if merged {
+                1
+            } else {
+                256u32.div_ceil(c) as usize
+            };
+            let mut sums = vec![Xyzz::<P>::identity(); count];
+            // SAFETY: as above; `sums` holds `count` XYZZ points of P's
+            // layout (repr(C), 4 coordinates). The call waits for the stream.
+            check(unsafe {
+                sys::cuzk_msm_finish(
+                    e.mem.device(),
+                    P::CURVE,
+                    plan_n as u64,
+                    c,
+                    batch,
+                    u32::from(merged),
+                    parts,
+                    scratch.as_mut_ptr().cast(),
+                    bytes,
+                    sums.as_mut_ptr().cast(),
+                    e.stream.as_raw(),
+                )
+            })?;
+            Ok(sums)
+        })();
+        let sums = match sums {
+            Ok(s) => s,
+            Err(err) => {
+                // Kernels may still read the buffers: wait before they drop.
+                let _ = e.stream.synchronize();
+                return Err(err);
+            }
+        };
+        drop(s1);
         for w in &sums {
             if !w.is_consistent() {
                 return Err(Error::Internal(format!(
@@ -222,6 +401,10 @@ impl GpuMsm {
         Ok(horner(&sums, c))
     }
 }
+
+/// Points from which an MSM runs in two parts, the second part's scalars
+/// copied in while the first part's kernels run (2^20: 32 MiB of scalars).
+pub const SPLIT_MIN_POINTS: usize = 1 << 20;
 
 /// sum_w 2^(c w) sums[w] by Horner's rule.
 fn horner<P: MsmCurve>(sums: &[Xyzz<P>], c: u32) -> Projective<P> {
@@ -239,8 +422,11 @@ fn horner<P: MsmCurve>(sums: &[Xyzz<P>], c: u32) -> Projective<P> {
 /// SRS, a KZG setup). Holds `n` points of device memory until dropped.
 pub struct FixedBases<P: MsmCurve> {
     engine: GpuMsm,
+    /// n points, or W copies of n points when precomputed.
     bases: DeviceBuffer<u8>,
     n: usize,
+    /// The window of the precomputed copies.
+    window: Option<u32>,
     _p: PhantomData<P>,
 }
 
@@ -249,6 +435,7 @@ impl<P: MsmCurve> std::fmt::Debug for FixedBases<P> {
         f.debug_struct("FixedBases")
             .field("curve", &P::NAME)
             .field("points", &self.n)
+            .field("precomputed_window_bits", &self.window)
             .finish()
     }
 }
@@ -264,12 +451,20 @@ impl<P: MsmCurve> FixedBases<P> {
         self.n == 0
     }
 
+    /// The window size (bits) of the precomputed copies, `None` for plain
+    /// bases (see [`GpuMsm::upload_bases_precomputed`]).
+    pub fn precomputed_window_bits(&self) -> Option<u32> {
+        self.window
+    }
+
     /// `sum_i scalars[i] * bases[i]` over all the bases.
     ///
     /// # Errors
     /// As [`GpuMsm::msm`].
     pub fn msm(&self, scalars: &[Fr]) -> Result<Projective<P>> {
-        self.engine.run(self.bases.as_ptr().cast(), self.n, scalars)
+        check_lengths(self.n, scalars.len())?;
+        self.engine
+            .run(self.bases.as_ptr(), self.n, self.window, scalars)
     }
 
     /// `sum_i scalars[i] * bases[i]` over the first `scalars.len()` bases
@@ -287,7 +482,7 @@ impl<P: MsmCurve> FixedBases<P> {
             )));
         }
         self.engine
-            .run(self.bases.as_ptr().cast(), scalars.len(), scalars)
+            .run(self.bases.as_ptr(), self.n, self.window, scalars)
     }
 
     /// One MSM per scalar vector, each against all the bases.

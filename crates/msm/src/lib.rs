@@ -29,7 +29,7 @@ mod sys;
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 pub use cuzk_field::{Error, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Result};
-pub use gpu::{FixedBases, GpuMsm};
+pub use gpu::{FixedBases, GpuMsm, SPLIT_MIN_POINTS};
 
 mod sealed {
     pub trait Sealed {}
@@ -103,4 +103,17 @@ pub fn window_bits(n: usize) -> u32 {
     }
     let lg = usize::BITS - n.leading_zeros(); // ceil-ish log2(n + 1)
     lg.saturating_sub(4).clamp(4, 20)
+}
+
+/// The window size (bits) for bases precomputed for `n` points (see
+/// [`GpuMsm::upload_bases_precomputed`]): the c in 8..=26 that minimizes
+/// n W(c) + 4.5 x 2^(c-1), the point additions of the bucket sums plus the
+/// bucket reduction's cost (about 4.5 additions' worth a bucket, measured on
+/// the H200), W(c) = ceil(256 / c). E.g. 16 for 2^16 points, 20 for 2^22,
+/// 22 for 2^24, 24 for 2^26.
+pub fn precomputed_window_bits(n: usize) -> u32 {
+    let cost = |c: u32| n as f64 * f64::from(256u32.div_ceil(c)) + 4.5 * f64::from(1u32 << (c - 1));
+    (8..=26u32)
+        .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+        .expect("a non-empty range")
 }

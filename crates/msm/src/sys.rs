@@ -16,6 +16,7 @@ pub const CUZK_MSM_G1: u32 = 1;
 pub const CUZK_MSM_G2: u32 = 2;
 pub const CUZK_MSM_MIN_WINDOW: u32 = 2;
 pub const CUZK_MSM_MAX_WINDOW: u32 = 24;
+pub const CUZK_MSM_MAX_PRECOMPUTED_WINDOW: u32 = 26;
 pub const CUZK_MSM_MAX_POINTS: u32 = 2147483647;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -50,18 +51,49 @@ unsafe extern "C" {
         n: u64,
         window_bits: u32,
         windows_per_batch: u32,
+        precomputed: u32,
+        parts: u32,
         bytes: *mut u64,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
-    pub fn cuzk_msm_run(
+    pub fn cuzk_msm_precompute(
         device: i32,
         curve: u32,
         bases: *const ::core::ffi::c_void,
-        scalars: *const ::core::ffi::c_void,
         n: u64,
         window_bits: u32,
+        out: *mut ::core::ffi::c_void,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_accumulate(
+        device: i32,
+        curve: u32,
+        bases: *const ::core::ffi::c_void,
+        stride: u64,
+        scalars: *const ::core::ffi::c_void,
+        n: u64,
+        plan_n: u64,
+        window_bits: u32,
         windows_per_batch: u32,
+        parts: u32,
+        part: u32,
+        scratch: *mut ::core::ffi::c_void,
+        scratch_bytes: u64,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_finish(
+        device: i32,
+        curve: u32,
+        plan_n: u64,
+        window_bits: u32,
+        windows_per_batch: u32,
+        precomputed: u32,
+        parts: u32,
         scratch: *mut ::core::ffi::c_void,
         scratch_bytes: u64,
         window_sums: *mut ::core::ffi::c_void,

@@ -57,7 +57,11 @@ pub fn msm_g1(_: &[G1Affine], _: &[Fr]) -> Result<G1Projective, String> {
 
 #[cfg(not(cuzk_sppark))]
 /// Without nvcc: always an error.
-pub fn msm_g1_resident(_: &[G1Affine], _: &[Fr], _: u32) -> Result<(G1Projective, Vec<f64>), String> {
+pub fn msm_g1_resident(
+    _: &[G1Affine],
+    _: &[Fr],
+    _: u32,
+) -> Result<(G1Projective, Vec<f64>), String> {
     Err(NO_PEER.into())
 }
 
