@@ -371,6 +371,38 @@ fn gpu_matches_cpu() {
     }
 }
 
+/// A prover whose queries are precomputed (`with_precomputed_bases`) gives
+/// the CPU prover's proofs, which ark-groth16 verifies.
+#[test]
+fn gpu_precomputed_bases_match_cpu() {
+    let _serial = serial();
+    let Some(_dev) = gpu_or_skip("gpu_precomputed_bases_match_cpu") else {
+        return;
+    };
+    let mut rng = rng("gpu_precomputed_bases_match_cpu");
+    for log_n in [1u32, 9, 13] {
+        let c = RandomCircuit::fill_domain(log_n, 3, 7, rng.gen());
+        let pk = setup(c, &mut rng);
+        let w = c.matrices().unwrap();
+        let (gpu, n) = Prover::new(pk.clone())
+            .unwrap()
+            .with_precomputed_bases()
+            .unwrap();
+        assert!(n >= 1, "log_n {log_n}: no query precomputed");
+        let cpu = Prover::cpu(pk.clone()).unwrap();
+        for _ in 0..2 {
+            let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+            let job = w.job(r, s);
+            let (g, _) = gpu.prove_job(&job).unwrap();
+            assert_eq!(g, cpu.prove_job(&job).unwrap().0, "log_n {log_n}");
+            assert!(verifies(&pk, w.public_inputs(), &g));
+        }
+        report(&format!(
+            "gpu_precomputed_bases_match_cpu: 2^{log_n}: {n} queries precomputed, equal, verified"
+        ));
+    }
+}
+
 /// Without a GPU, `Prover::new` falls back to the CPU.
 #[test]
 fn backend_choice() {
@@ -391,7 +423,11 @@ fn backend_choice() {
         Backend::Cpu
     };
     assert_eq!(p.backend(), want);
-    assert_eq!(Prover::cpu(pk).unwrap().backend(), Backend::Cpu);
+    let cpu = Prover::cpu(pk).unwrap();
+    assert_eq!(cpu.backend(), Backend::Cpu);
+    // Precomputation is a GPU matter: the CPU prover stays as it was.
+    let (cpu, n) = cpu.with_precomputed_bases().unwrap();
+    assert_eq!((cpu.backend(), n), (Backend::Cpu, 0));
 }
 
 /// On a GPU: with every 7th device allocation failing, each proof of a

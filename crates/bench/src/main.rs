@@ -754,7 +754,7 @@ fn prover_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: boo
 /// with the figures of this run for the same calls; returns one JSON row a
 /// pair, with `agree` false beyond 10%.
 fn criterion_agreement(figs: &[Figure], dir: &std::path::Path) -> Result<Vec<serde_json::Value>> {
-    let pairs: [(&str, &str, &str, &str); 3] = [
+    let pairs: [(&str, &str, &str, &str); 5] = [
         (
             "ntt_forward",
             "cuzk_gpu_resident_nr",
@@ -772,6 +772,18 @@ fn criterion_agreement(figs: &[Figure], dir: &std::path::Path) -> Result<Vec<ser
             "cuzk_gpu_resident",
             "G2 MSM",
             "cuzk GPU (resident bases, scalars copied in)",
+        ),
+        (
+            "msm_G1",
+            "cuzk_gpu_precomputed",
+            "G1 MSM",
+            "cuzk GPU (precomputed bases, scalars copied in)",
+        ),
+        (
+            "msm_G2",
+            "cuzk_gpu_precomputed",
+            "G2 MSM",
+            "cuzk GPU (precomputed bases, scalars copied in)",
         ),
     ];
     let mut rows = Vec::new();

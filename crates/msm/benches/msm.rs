@@ -1,5 +1,6 @@
-//! Criterion bench: G1 MSM with resident bases (scalars copied in per call)
-//! on GPU 0 at 2^16, 2^20 and 2^22 points, and G2 at 2^16 and 2^20; blst on
+//! Criterion bench: G1 MSM with resident bases (scalars copied in per call),
+//! plain and precomputed (`upload_bases_precomputed`), on GPU 0 at 2^16,
+//! 2^20 and 2^22 points, and G2 at 2^16 and 2^20; blst on
 //! the CPU at 2^16 beside them. Without a GPU it prints a skip line for the
 //! GPU part. `cuzk-bench` times the same calls (its figures should agree
 //! within 10%).
@@ -48,6 +49,17 @@ fn curve<P: MsmCurve>(c: &mut Criterion, gpu: Option<&GpuMsm>, logs: &[u32]) {
                 &log_n,
                 |b, _| b.iter(|| fixed.msm(&s).expect("msm")),
             );
+            drop(fixed);
+            let pre = gpu
+                .upload_bases_precomputed(&p, None)
+                .expect("precomputed upload");
+            if pre.precomputed_window_bits().is_some() {
+                g.bench_with_input(
+                    BenchmarkId::new("cuzk_gpu_precomputed", log_n),
+                    &log_n,
+                    |b, _| b.iter(|| pre.msm(&s).expect("msm")),
+                );
+            }
         }
     }
     g.finish();

@@ -89,6 +89,10 @@ struct Args {
     /// With --batch: worker threads a GPU, sharing its memory budget.
     #[arg(long, default_value_t = 1)]
     workers: usize,
+    /// Precompute the key's queries on the GPU (faster MSMs for W times
+    /// their memory; see `Prover::with_precomputed_bases`). One worker only.
+    #[arg(long)]
+    precompute: bool,
 }
 
 impl Args {
@@ -206,8 +210,13 @@ fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
         Prover::new(pk)?
     }
     .with_check_witness(args.check_witness);
+    let (p, pre) = if args.precompute {
+        p.with_precomputed_bases()?
+    } else {
+        (p, 0)
+    };
     println!(
-        "prover: {:?} backend, ready in {:.2} s",
+        "prover: {:?} backend, {pre} of 5 queries precomputed, ready in {:.2} s",
         p.backend(),
         t.elapsed().as_secs_f64()
     );
