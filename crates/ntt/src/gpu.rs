@@ -410,6 +410,32 @@ impl GpuNtt {
         Ok(())
     }
 
+    /// A device copy of `data` (elements) from this engine's memory, copied
+    /// in on its stream through its pinned staging buffers (about 40-55 GB/s
+    /// on PCIe 5, against 10-20 for a plain copy from pageable memory), for
+    /// [`GpuNtt::ntt_device`]. Waits for the copy.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when it does not fit the budget; CUDA errors.
+    pub fn upload(&self, data: &[Fr]) -> Result<DeviceBuffer<Fr>> {
+        let mut d = self
+            .mem
+            .alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
+        self.copies.upload(&mut d, data)?;
+        Ok(d)
+    }
+
+    /// Copies `d` back into `out` (equal lengths, elements) through the
+    /// staging buffers, after the work queued on this engine's stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; CUDA errors
+    /// (discard `out` then).
+    pub fn download(&self, d: &DeviceBuffer<Fr>, out: &mut [Fr]) -> Result<()> {
+        self.stream.synchronize()?;
+        self.copies.download(d, out)
+    }
+
     /// Groth16's quotient on the coset: `out[i] = (a[i] * b[i] - c[i]) / Z`
     /// where `Z = g^n - 1` is the vanishing polynomial x^n - 1 on the coset
     /// `g H` (constant there). Queued on this engine's stream.

@@ -188,12 +188,7 @@ pub struct GpuEngine<'a>(pub &'a GpuNtt);
 impl QuotientEngine for GpuEngine<'_> {
     type Buf = DeviceBuffer<Fr>;
     fn load(&self, v: Vec<Fr>) -> Result<DeviceBuffer<Fr>> {
-        let mut d = self
-            .0
-            .memory()
-            .alloc::<Fr>(v.len(), Strategy::Async, self.0.stream(), None)?;
-        d.copy_from_host(&v)?;
-        Ok(d)
+        self.0.upload(&v)
     }
     fn ntt(&self, v: &mut DeviceBuffer<Fr>, log_n: u32, opts: NttOptions) -> Result<()> {
         self.0.ntt_device(v, log_n, opts)
@@ -213,9 +208,8 @@ impl QuotientEngine for GpuEngine<'_> {
         Ok(out)
     }
     fn store(&self, v: DeviceBuffer<Fr>) -> Result<Vec<Fr>> {
-        self.0.stream().synchronize()?;
         let mut h = vec![Fr::ZERO; v.len()];
-        v.copy_to_host(&mut h)?;
+        self.0.download(&v, &mut h)?;
         Ok(h)
     }
 }
