@@ -29,6 +29,15 @@
 //     are tree-summed per window; Horner's rule over the levels gives the
 //     window sum (see segments_kernel).
 // The host combines the window sums: sum_w 2^(c w) window_sum[w].
+//
+// Precomputed bases (cuzk_msm_precompute: copy j of point i is 2^(c j) P_i
+// at j stride + i): every window's digit of scalar i is a digit of copy j of
+// point i, so all W n pairs are sorted together on the c bucket bits (keys
+// carry no window) into one set of 2^(c-1) buckets, reduced once: the single
+// window sum is the MSM. An MSM may come in two parts (points [0, n0) and
+// [n0, n), each cuzk_msm_accumulate into its own bucket array, so that the
+// second part's scalars are copied in while the first part runs);
+// cuzk_msm_finish adds the arrays before step 4.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -740,11 +749,14 @@ cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, c
     auto* keys_out = reinterpret_cast<uint32_t*>(scratch + p.keys_out);
     auto* vals_out = reinterpret_cast<uint32_t*>(scratch + p.vals_out);
     auto* buckets = reinterpret_cast<X*>(scratch + p.buckets + part * p.bucket_bytes);
+    // Part 0 clears every part's buckets (identities), so that a part never
+    // accumulated adds nothing instead of stale memory.
+    if (part == 0)
+        CUZK_CUDA_TRY(cudaMemsetAsync(scratch + p.buckets, 0, p.parts * p.bucket_bytes, stream));
     uint32_t* list_keys[2] = {reinterpret_cast<uint32_t*>(scratch + p.list_a_keys),
                               reinterpret_cast<uint32_t*>(scratch + p.list_b_keys)};
     X* list_pts[2] = {reinterpret_cast<X*>(scratch + p.list_a_pts),
                       reinterpret_cast<X*>(scratch + p.list_b_pts)};
-    CUZK_CUDA_TRY(cudaMemsetAsync(buckets, 0, p.bucket_bytes, stream));
     if (n == 0) return ok();  // an empty part: identity buckets
     Profile prof(stream);
     for (uint32_t w0 = 0; w0 < p.windows; w0 += p.batch) {

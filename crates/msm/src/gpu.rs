@@ -159,7 +159,9 @@ impl GpuMsm {
 
     /// Uploads `bases` with precomputed shifted copies for window size `c`
     /// (W = ceil(256 / c) windows): copy j of point i is 2^(c j) P_i,
-    /// computed on the GPU (about c + 9 field multiplications a copy), so
+    /// computed on the GPU (c Jacobian doublings, 7 field multiplications
+    /// each, and about 80 for the share of a batched inversion: about 250 a
+    /// copy at c = 24), so
     /// that every MSM against them sorts all windows' digits into one set
     /// of 2^(c-1) buckets and reduces the buckets once: larger windows,
     /// fewer point additions (fixed-base exponentiation with precomputation,
@@ -238,7 +240,9 @@ impl GpuMsm {
     /// # Errors
     /// [`Error::InvalidArgument`] for n >= 2^31; CUDA errors.
     pub fn scratch_bytes<P: MsmCurve>(&self, n: usize, windows_per_batch: u32) -> Result<u64> {
-        self.scratch_bytes_for::<P>(n, self.window_for(n), windows_per_batch, false, 1)
+        let (parts, n0) = split(n);
+        let plan_n = n0.max(n - n0);
+        self.scratch_bytes_for::<P>(plan_n, self.window_for(n), windows_per_batch, false, parts)
     }
 
     /// Scratch bytes for parts of up to `n` points (see cuzk_msm_scratch_bytes).
@@ -282,9 +286,7 @@ impl GpuMsm {
             return Ok(Projective::default());
         }
         let e = &self.e;
-        let split = n >= SPLIT_MIN_POINTS && std::env::var("CUZK_MSM_SPLIT").as_deref() != Ok("0");
-        let n0 = if split { n / 8 } else { n };
-        let parts = if split { 2 } else { 1 };
+        let (parts, n0) = split(n);
         let plan_n = n0.max(n - n0);
         let fits = |bytes: u64| e.mem.budget().fits(bytes + 32 * n as u64);
         // Precomputed bases need every window at once; when that does not
@@ -347,14 +349,17 @@ impl GpuMsm {
                     })
                 };
             accumulate(0, 0, &s0, &mut scratch)?;
-            if split {
+            if parts == 2 {
                 // Meanwhile the rest of the scalars go up on the copy stream.
-                let mut b = e
-                    .mem
-                    .alloc::<Fr>(n - n0, Strategy::Async, &e.copy_stream, None)?;
-                e.copies2.upload(&mut b, &scalars[n0..])?;
-                accumulate(1, n0, &b, &mut scratch)?;
-                s1 = Some(b);
+                // The buffer lives in `s1` (outside this closure) before any
+                // kernel can read it, so an error still waits before it drops.
+                let b =
+                    s1.insert(
+                        e.mem
+                            .alloc::<Fr>(n - n0, Strategy::Async, &e.copy_stream, None)?,
+                    );
+                e.copies2.upload(b, &scalars[n0..])?;
+                accumulate(1, n0, b, &mut scratch)?;
             }
             let count = if merged {
                 1
@@ -405,6 +410,27 @@ impl GpuMsm {
 /// Points from which an MSM runs in two parts, the second part's scalars
 /// copied in while the first part's kernels run (2^20: 32 MiB of scalars).
 pub const SPLIT_MIN_POINTS: usize = 1 << 20;
+
+/// (parts, points of part 0) of an MSM of n points: two parts, the first an
+/// eighth, from [`SPLIT_MIN_POINTS`] on unless `CUZK_MSM_SPLIT=0`.
+fn split(n: usize) -> (u32, usize) {
+    if n >= SPLIT_MIN_POINTS && std::env::var("CUZK_MSM_SPLIT").as_deref() != Ok("0") {
+        (2, n / 8)
+    } else {
+        (1, n)
+    }
+}
+
+/// Whether n scalars against bases precomputed for window c cost less than
+/// plain bases with window `plain_c`, by the cost model of
+/// [`crate::precomputed_window_bits`] (plain: W windows of buckets to reduce).
+fn merged_pays(n: usize, c: u32, plain_c: u32) -> bool {
+    let w = |c: u32| f64::from(256u32.div_ceil(c));
+    let buckets = |c: u32| 4.5 * f64::from(1u32 << (c - 1));
+    let merged = n as f64 * w(c) + buckets(c);
+    let plain = n as f64 * w(plain_c) + w(plain_c) * buckets(plain_c);
+    merged <= plain
+}
 
 /// sum_w 2^(c w) sums[w] by Horner's rule.
 fn horner<P: MsmCurve>(sums: &[Xyzz<P>], c: u32) -> Projective<P> {
@@ -481,8 +507,14 @@ impl<P: MsmCurve> FixedBases<P> {
                 self.n
             )));
         }
+        // A short prefix is cheaper over copy 0 as plain bases: the merged
+        // buckets (2^(c-1) of them) are reduced whatever the length.
+        let k = scalars.len();
+        let window = self
+            .window
+            .filter(|&c| k == self.n || merged_pays(k, c, self.engine.window_for(k)));
         self.engine
-            .run(self.bases.as_ptr(), self.n, self.window, scalars)
+            .run(self.bases.as_ptr(), self.n, window, scalars)
     }
 
     /// One MSM per scalar vector, each against all the bases.

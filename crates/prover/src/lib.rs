@@ -369,12 +369,26 @@ impl<P: MsmCurve> Query<P> {
             }
             None => bases,
         };
-        // The plain copy goes first, so that the budget sees its room.
+        // The plain copy goes first, so that the budget sees its room; if
+        // the precomputation fails (say, another worker took the memory in
+        // between), the plain bases come back and the prover stays usable.
         self.gpu = None;
-        let pre = gpu.upload_bases_precomputed(used, None)?;
-        let done = pre.precomputed_window_bits().is_some();
-        self.gpu = Some(pre);
-        Ok(done)
+        match gpu.upload_bases_precomputed(used, None) {
+            Ok(pre) => {
+                let done = pre.precomputed_window_bits().is_some();
+                self.gpu = Some(pre);
+                Ok(done)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    target: "cuzk_prover",
+                    "precomputing a query of {} points failed ({e}); keeping plain bases",
+                    used.len()
+                );
+                self.gpu = Some(gpu.upload_bases(used)?);
+                Ok(false)
+            }
+        }
     }
 
     /// `sum_i scalars[i] bases[i]` (`bases` is the full query, `scalars` at
@@ -533,11 +547,12 @@ impl Prover {
     /// [`Prover::working_set_bytes`]): cap the budget
     /// (`CUZK_DEVICE_MEMORY_LIMIT`) or reserve first when several workers
     /// share a GPU. Returns the prover and how many of the five queries are
-    /// precomputed. On the CPU path it changes nothing.
+    /// precomputed. A query whose precomputation fails keeps plain bases (a
+    /// `tracing` warning says why). On the CPU path it changes nothing.
     ///
     /// # Errors
-    /// CUDA errors and [`Error::OutOfMemory`] from the uploads; the prover
-    /// is dropped then.
+    /// CUDA errors and [`Error::OutOfMemory`] when even a query's plain
+    /// bases cannot be uploaded again; the prover is dropped then.
     pub fn with_precomputed_bases(mut self) -> Result<(Self, usize)> {
         let Some(gpu) = self.gpu.as_ref().map(|g| g.msm.clone()) else {
             return Ok((self, 0));

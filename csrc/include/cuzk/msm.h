@@ -82,7 +82,11 @@ cuzk_status cuzk_msm_precompute(int32_t device, uint32_t curve, const void* base
  * a cuzk_msm_accumulate call into its own bucket array `part`, and then
  * one cuzk_msm_finish. Every call of one MSM takes the same plan_n (the
  * most points of a part), window_bits, windows_per_batch, parts and
- * scratch (of cuzk_msm_scratch_bytes's size for them).
+ * scratch (of cuzk_msm_scratch_bytes's size for them), and precomputed
+ * bases throughout (stride != 0 in every cuzk_msm_accumulate and
+ * precomputed = 1 in cuzk_msm_finish) or plain ones throughout. Part 0
+ * comes first (it clears every part's buckets); a part never accumulated
+ * contributes nothing.
  *
  * cuzk_msm_accumulate queues (does not wait for) the digits, sort and
  * bucket sums of n <= plan_n points: `bases` the part's first point (plain:
