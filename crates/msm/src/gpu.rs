@@ -169,7 +169,7 @@ impl GpuMsm {
     /// W n points (96 bytes for G1, 192 for G2), e.g. 11 x 6 GiB for 2^26
     /// G1 points at c = 24.
     ///
-    /// `window_bits`: `None` picks [`precomputed_window_bits`]`(n)` and
+    /// `window_bits`: `None` picks [`crate::precomputed_window_bits`]`(n)` and
     /// falls back to plain bases ([`GpuMsm::upload_bases`]) when the copies
     /// and one MSM's scratch do not fit the memory budget or W n passes
     /// 2^31 - 1; [`FixedBases::precomputed_window_bits`] tells which.
