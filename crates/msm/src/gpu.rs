@@ -195,7 +195,8 @@ impl GpuMsm {
         let point = std::mem::size_of::<Affine<P>>();
         let too_many = (windows as u64) * (n as u64) > sys::CUZK_MSM_MAX_POINTS as u64;
         let fits = || -> Result<bool> {
-            let scratch = self.scratch_bytes_for::<P>(n, c, 0, true, 2)?;
+            let (parts, _, plan_n) = split(n);
+            let scratch = self.scratch_bytes_for::<P>(plan_n, c, 0, true, parts)?;
             let copies = ((windows + 1) * n * point) as u64;
             self.e.mem.budget().fits(copies + scratch + 32 * n as u64)
         };
@@ -240,8 +241,7 @@ impl GpuMsm {
     /// # Errors
     /// [`Error::InvalidArgument`] for n >= 2^31; CUDA errors.
     pub fn scratch_bytes<P: MsmCurve>(&self, n: usize, windows_per_batch: u32) -> Result<u64> {
-        let (parts, n0) = split(n);
-        let plan_n = n0.max(n - n0);
+        let (parts, _, plan_n) = split(n);
         self.scratch_bytes_for::<P>(plan_n, self.window_for(n), windows_per_batch, false, parts)
     }
 
@@ -286,8 +286,7 @@ impl GpuMsm {
             return Ok(Projective::default());
         }
         let e = &self.e;
-        let (parts, n0) = split(n);
-        let plan_n = n0.max(n - n0);
+        let (parts, n0, plan_n) = split(n);
         let fits = |bytes: u64| e.mem.budget().fits(bytes + 32 * n as u64);
         // Precomputed bases need every window at once; when that does not
         // fit, copy 0 (the plain bases) serves with batches of windows.
@@ -411,13 +410,14 @@ impl GpuMsm {
 /// copied in while the first part's kernels run (2^20: 32 MiB of scalars).
 pub const SPLIT_MIN_POINTS: usize = 1 << 20;
 
-/// (parts, points of part 0) of an MSM of n points: two parts, the first an
-/// eighth, from [`SPLIT_MIN_POINTS`] on unless `CUZK_MSM_SPLIT=0`.
-fn split(n: usize) -> (u32, usize) {
+/// (parts, points of part 0, points of the larger part: the scratch's
+/// plan) of an MSM of n points: two parts, the first an eighth, from
+/// [`SPLIT_MIN_POINTS`] on unless `CUZK_MSM_SPLIT=0`.
+fn split(n: usize) -> (u32, usize, usize) {
     if n >= SPLIT_MIN_POINTS && std::env::var("CUZK_MSM_SPLIT").as_deref() != Ok("0") {
-        (2, n / 8)
+        (2, n / 8, n - n / 8)
     } else {
-        (1, n)
+        (1, n, n)
     }
 }
 

@@ -400,14 +400,9 @@ impl GpuNtt {
     /// does not fit the device budget.
     pub fn ntt(&self, data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
         check_shape(data.len(), log_n)?;
-        let mut d = self
-            .mem
-            .alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
-        self.copies.upload(&mut d, data)?;
+        let mut d = self.upload(data)?;
         self.ntt_device(&mut d, log_n, opts)?;
-        self.stream.synchronize()?;
-        self.copies.download(&d, data)?;
-        Ok(())
+        self.download(&d, data)
     }
 
     /// A device copy of `data` (elements) from this engine's memory, copied

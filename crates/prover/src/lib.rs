@@ -333,6 +333,11 @@ struct Query<P: MsmCurve> {
     gpu: Option<FixedBases<P>>,
 }
 
+/// The bases at indices `keep` (a compacted query).
+fn gather<P: MsmCurve>(bases: &[Affine<P>], keep: &[u32]) -> Vec<Affine<P>> {
+    keep.iter().map(|&i| bases[i as usize]).collect()
+}
+
 impl<P: MsmCurve> Query<P> {
     fn new(bases: &[Affine<P>], gpu: Option<&GpuMsm>) -> Result<Self> {
         let zeros = bases.iter().filter(|p| p.is_zero()).count();
@@ -341,9 +346,7 @@ impl<P: MsmCurve> Query<P> {
                 .filter(|&i| !bases[i as usize].is_zero())
                 .collect::<Vec<u32>>()
         });
-        let compact = keep
-            .as_ref()
-            .map(|k| k.iter().map(|&i| bases[i as usize]).collect::<Vec<_>>());
+        let compact = keep.as_ref().map(|k| gather(bases, k));
         let used: &[Affine<P>] = compact.as_deref().unwrap_or(bases);
         let gpu = match gpu {
             Some(g) if !used.is_empty() => Some(g.upload_bases(used)?),
@@ -361,14 +364,8 @@ impl<P: MsmCurve> Query<P> {
         if self.gpu.is_none() {
             return Ok(false);
         }
-        let compact: Vec<Affine<P>>;
-        let used: &[Affine<P>] = match &self.keep {
-            Some(k) => {
-                compact = k.iter().map(|&i| bases[i as usize]).collect();
-                &compact
-            }
-            None => bases,
-        };
+        let compact = self.keep.as_ref().map(|k| gather(bases, k));
+        let used: &[Affine<P>] = compact.as_deref().unwrap_or(bases);
         // The plain copy goes first, so that the budget sees its room; if
         // the precomputation fails (say, another worker took the memory in
         // between), the plain bases come back and the prover stays usable.
