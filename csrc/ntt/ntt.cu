@@ -46,6 +46,35 @@ __device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
     d[1] = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
 }
 
+// A tile of Fr elements in shared memory. Split layout (default): the low
+// and the high 16 bytes of element i at lo[i] and lo[tile + i], so that
+// lanes on consecutive elements read consecutive 16-byte words (no bank
+// conflict); the interleaved layout (32 bytes an element, developer switch
+// CUZK_NTT_SMEM_INTERLEAVED) has lanes 32 bytes apart, a 2-way conflict.
+struct SharedTile {
+    uint4* lo;
+    uint32_t tile;
+    __device__ __forceinline__ Fr ld(uint32_t i) const {
+#ifdef CUZK_NTT_SMEM_INTERLEAVED
+        return load_fr(reinterpret_cast<const Fr*>(lo) + i);
+#else
+        const uint4 a = lo[i], b = lo[tile + i];
+        Fr r;
+        r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
+        r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
+        return r;
+#endif
+    }
+    __device__ __forceinline__ void st(uint32_t i, const Fr& v) const {
+#ifdef CUZK_NTT_SMEM_INTERLEAVED
+        store_fr(reinterpret_cast<Fr*>(lo) + i, v);
+#else
+        lo[i] = make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]);
+        lo[tile + i] = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
+#endif
+    }
+};
+
 // w^e from two-level tables.
 __device__ __forceinline__ Fr power(const Fr* lo, const Fr* hi, uint32_t lo_bits, uint64_t e) {
     return load_fr(hi + (e >> lo_bits)) * load_fr(lo + (e & ((1ull << lo_bits) - 1)));
@@ -74,18 +103,38 @@ int ntt_variant() {
 // is h = 2^(log_r - 1 - s); a unit is the 2^G elements base + e*H,
 // H = h / 2^(G-1), of one 2h-block. Twiddles w_R^j come from `roots`.
 template <int G>
-__device__ __forceinline__ void dif_group(Fr* sh, const Fr* roots, uint32_t log_r, uint32_t log_w,
+__device__ __forceinline__ void dif_group(const SharedTile sh, const Fr* roots, uint32_t log_r, uint32_t log_w,
                                           uint32_t s, uint32_t tile) {
     const uint32_t log_h = log_r - 1 - s;
     const uint32_t log_H = log_h - (G - 1);
     const uint32_t W = 1u << log_w;
+    // Units of one column: 2^(log_r - G) = blocks (2h-blocks) x offsets jj.
+    // Offset-major order (jj in the high bits of u) when a warp's 32 units
+    // then share one jj: the twiddle-free units (jj = 0, w^0 = 1) fill whole
+    // warps, which skip their multiplies, instead of one lane in every warp
+    // (which skips nothing). It pays at the small half-sizes h = 2, 4, 8, ...
+    // where 1/h of the butterflies are twiddle-free; block-major order (jj
+    // in the low bits, consecutive lanes on consecutive rows) otherwise.
+    const uint32_t log_blocks = log_r - G - log_H;
+#ifdef CUZK_NTT_BLOCK_MAJOR /* developer switch: the block-major order alone */
+    const bool offset_major = false;
+#else
+    const bool offset_major = log_H > 0 && log_w >= 2 && log_blocks + log_w >= 5;
+#endif
     for (uint32_t u = threadIdx.x; u < (tile >> G); u += blockDim.x) {
         const uint32_t k = u & (W - 1), j = u >> log_w;
-        const uint32_t jj = j & ((1u << log_H) - 1);
-        const uint32_t base = ((j >> log_H) << (log_h + 1)) | jj;
+        uint32_t blk, jj;
+        if (offset_major) {
+            blk = j & ((1u << log_blocks) - 1);
+            jj = j >> log_blocks;
+        } else {
+            blk = j >> log_H;
+            jj = j & ((1u << log_H) - 1);
+        }
+        const uint32_t base = (blk << (log_h + 1)) | jj;
         Fr x[1 << G];
 #pragma unroll
-        for (int e = 0; e < (1 << G); ++e) x[e] = load_fr(&sh[((base + (e << log_H)) << log_w) | k]);
+        for (int e = 0; e < (1 << G); ++e) x[e] = sh.ld(((base + (e << log_H)) << log_w) | k);
 #pragma unroll
         for (int t = 0; t < G; ++t) {
             const int half = 1 << (G - 1 - t);
@@ -100,14 +149,15 @@ __device__ __forceinline__ void dif_group(Fr* sh, const Fr* roots, uint32_t log_
             }
         }
 #pragma unroll
-        for (int e = 0; e < (1 << G); ++e) store_fr(&sh[((base + (e << log_H)) << log_w) | k], x[e]);
+        for (int e = 0; e < (1 << G); ++e) sh.st(((base + (e << log_H)) << log_w) | k, x[e]);
     }
 }
 
 // One four-step pass over every vector of the batch.
 //   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
-//   tw_full: null, or w_B^k for k < B (then the twiddles between passes are
-//   loads instead of two-level products: one Fr multiply an element less);
+//   tw_full: null, or the half table w_B^k for k < B/2 (w_B^(k + B/2) =
+//   -w_B^k; then the twiddles between passes are loads instead of
+//   two-level products: one Fr multiply an element less);
 //   log_r: radix R of this pass; columns have stride C = B / R;
 //   log_w: columns per tile (tile = R x W elements).
 // Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
@@ -117,8 +167,9 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
          const Fr* __restrict__ tw_lo, const Fr* __restrict__ tw_hi, uint32_t lo_bits,
          const Fr* __restrict__ tw_full, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
-    Fr* sh = reinterpret_cast<Fr*>(smem_raw);
-    Fr* roots = sh + (1u << (log_r + log_w));  // w_R^j, j < R/2
+    const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
+    // w_R^j, j < R/2, after the tile's 32 bytes an element.
+    Fr* roots = reinterpret_cast<Fr*>(smem_raw + 2 * (1u << (log_r + log_w)));
 
     const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
     const uint32_t log_c = log_b - log_r;
@@ -137,7 +188,7 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
         // Load: element (row t, column k) at base + k + C t; k fastest across threads.
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
             const uint32_t k = i & (W - 1), t = i >> log_w;
-            store_fr(&sh[i], load_fr(data + base + k + (t << log_c)));
+            sh.st(i, load_fr(data + base + k + (t << log_c)));
         }
         __syncthreads();
         // log_r radix-2 DIF stages on every column, up to three at a time in
@@ -155,13 +206,20 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
         const bool twiddle = log_c > 0;
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
             const uint32_t k = i & (W - 1), p = i >> log_w;
-            Fr v = load_fr(&sh[i]);
+            Fr v = sh.ld(i);
             if (twiddle) {
                 const uint64_t c = (group << log_w) + k;
                 const uint64_t e = (uint64_t)bitrev(p, log_r) * c;  // < B
-                if (e != 0)
-                    v = v * (tw_full ? load_fr(tw_full + e)
-                                     : power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b)));
+                if (e != 0) {
+                    if (tw_full) {
+                        // Half table: w_B^(e + B/2) = -w_B^e.
+                        const uint64_t half = 1ull << (log_b - 1);
+                        v = v * load_fr(tw_full + (e & (half - 1)));
+                        if (e & half) v = -v;
+                    } else {
+                        v = v * power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b));
+                    }
+                }
             }
             store_fr(data + base + k + ((uint64_t)p << log_c), v);
         }
@@ -183,9 +241,9 @@ __global__ void bit_reverse_kernel(Fr* data, uint32_t log_n, uint64_t total) {
     }
 }
 
-__global__ void powers_kernel(Fr* out, uint32_t log_b, uint32_t shift, const Fr* lo, const Fr* hi,
-                              uint32_t lo_bits) {
-    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << log_b);
+__global__ void powers_kernel(Fr* out, uint32_t log_count, uint32_t shift, const Fr* lo,
+                              const Fr* hi, uint32_t lo_bits) {
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << log_count);
          k += (uint64_t)gridDim.x * blockDim.x)
         store_fr(out + k, power(lo, hi, lo_bits, k << shift));
 }
@@ -303,16 +361,17 @@ cuzk_status cuzk_ntt_plan(uint32_t log_n, uint32_t* log_b, uint32_t capacity, ui
 cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
                             const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
     return guard("cuzk_ntt_powers", [&]() -> cuzk_status {
-        CUZK_NEED(log_b <= log_n && log_n <= 32, "cuzk_ntt_powers: log_b %u, log_n %u (need log_b <= log_n <= 32)",
-                  log_b, log_n);
+        CUZK_NEED(log_b >= 1 && log_b <= log_n && log_n <= 32,
+                  "cuzk_ntt_powers: log_b %u, log_n %u (need 1 <= log_b <= log_n <= 32)", log_b,
+                  log_n);
         CUZK_NEED(out && tw_lo && tw_hi, "cuzk_ntt_powers: null pointer");
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_powers: lo_bits %u > log_n %u", lo_bits, log_n);
         CUZK_CUDA_TRY(cudaSetDevice(device));
         uint32_t blocks = 0;
-        cuzk_status s = grid_for(device, 1ull << log_b, 256, &blocks);
+        cuzk_status s = grid_for(device, 1ull << (log_b - 1), 256, &blocks);
         if (s.code != CUZK_OK) return s;
         powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
-            (Fr*)out, log_b, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
+            (Fr*)out, log_b - 1, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
         CUZK_CUDA_TRY(cudaGetLastError());
         return ok();
     });

@@ -154,7 +154,7 @@ fn bad_shapes_are_errors() {
 
 /// The pass plan and the full twiddle tables it implies (no GPU needed,
 /// only a CUDA build): the sizes the docs of `GpuNtt` and BENCHMARKS.md
-/// quote for the default 1 GiB limit.
+/// quote for the default 2 GiB limit.
 #[test]
 fn full_twiddle_table_sizes_follow_the_pass_plan() {
     use cuzk_ntt::{full_twiddle_bytes, DEFAULT_FULL_TWIDDLE_MAX_BYTES as LIMIT};
@@ -168,20 +168,21 @@ fn full_twiddle_table_sizes_follow_the_pass_plan() {
         eprintln!("skipped: a build without the CUDA sources has no pass plan");
         return;
     };
-    // 2^24: passes 8/8/8, tables for B = 2^24 and 2^16.
-    assert_eq!(b24, 512 * MIB + 2 * MIB);
-    // 2^26: 9/9/8; its first table (B = 2^26, 2 GiB) is over the limit.
-    assert_eq!(bytes(26), Some(32 << 17));
-    // 2^27: 9/9/9; only B = 2^18.
-    assert_eq!(bytes(27), Some(8 * MIB));
-    // 2^28: 7/7/7/7; B = 2^21 and 2^14.
-    assert_eq!(bytes(28), Some(64 * MIB + (32 << 14)));
+    // 2^24: passes 8/8/8, half tables for B = 2^24 and 2^16.
+    assert_eq!(b24, 256 * MIB + MIB);
+    // 2^26: 9/9/8; B = 2^26 (1 GiB) and 2^17.
+    assert_eq!(bytes(26), Some(1024 * MIB + 2 * MIB));
+    // 2^27: 9/9/9; B = 2^27 (2 GiB, the default limit) and 2^18.
+    assert_eq!(bytes(27), Some(2048 * MIB + 4 * MIB));
+    // 2^28: 7/7/7/7; B = 2^28 (4 GiB) is over the limit; 2^21 and 2^14.
+    assert_eq!(bytes(28), Some(32 * MIB + (32 << 13)));
     // One pass: no twiddles between passes.
     assert_eq!(bytes(9), Some(0));
     assert_eq!(
         full_twiddle_bytes(27, u64::MAX).unwrap(),
-        (32 << 27) + (32 << 18)
+        (32 << 26) + (32 << 17)
     );
+    assert_eq!(full_twiddle_bytes(27, 1 << 30).unwrap(), 4 * MIB);
     assert!(full_twiddle_bytes(33, LIMIT).is_err());
 }
 

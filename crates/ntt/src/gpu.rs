@@ -22,8 +22,10 @@ struct PowerTables {
     /// scale), kept with them so that no call uploads or waits for it.
     n_inv: Option<DeviceBuffer<Fr>>,
     /// For a root's tables: per pass of the transform (`cuzk_ntt_plan`),
-    /// the full table of that pass's twiddles (`w^(k 2^(log_n - log_b))`,
-    /// k < 2^log_b), where it fits [`GpuNtt::with_full_twiddle_limit`].
+    /// the half table of that pass's twiddles (`w^(k 2^(log_n - log_b))`,
+    /// k < 2^(log_b - 1); the kernel takes the other half from
+    /// w_B^(k + B/2) = -w_B^k), where it fits
+    /// [`GpuNtt::with_full_twiddle_limit`].
     pass_tw: Vec<Option<DeviceBuffer<Fr>>>,
 }
 
@@ -54,9 +56,10 @@ impl PowerTables {
         })
     }
 
-    /// Adds the full twiddle table of every pass whose table takes at most
-    /// `max_bytes` (32 bytes an element) and fits the memory budget; the
-    /// others keep the two-level products. Queued on `stream`.
+    /// Adds the (half) twiddle table of every pass whose table takes at
+    /// most `max_bytes` (32 bytes an element, 2^(log_b - 1) elements) and
+    /// fits the memory budget; the others keep the two-level products.
+    /// Queued on `stream`.
     fn with_pass_tables(
         mut self,
         mem: &Arc<DeviceMemory>,
@@ -65,12 +68,12 @@ impl PowerTables {
         max_bytes: u64,
     ) -> Result<Self> {
         for b in twiddle_pass_sizes(log_n)? {
-            let bytes = (std::mem::size_of::<Fr>() as u64) << b;
+            let bytes = table_bytes(b);
             if bytes > max_bytes {
                 self.pass_tw.push(None);
                 continue;
             }
-            let mut t = match mem.alloc::<Fr>(1usize << b, Strategy::Sync, stream, None) {
+            let mut t = match mem.alloc::<Fr>(1usize << (b - 1), Strategy::Sync, stream, None) {
                 Ok(t) => t,
                 // No room: this pass keeps the two-level products.
                 Err(Error::OutOfMemory(_)) => {
@@ -79,7 +82,8 @@ impl PowerTables {
                 }
                 Err(e) => return Err(e),
             };
-            // SAFETY: `t` holds 2^b elements; the two-level tables hold
+            // SAFETY: `t` holds 2^(b-1) elements (b >= 1: a pass that makes
+            // twiddles has a radix and columns); the two-level tables hold
             // 2^lo_bits and 2^(log_n - lo_bits); all on this device.
             check(unsafe {
                 sys::cuzk_ntt_powers(
@@ -122,8 +126,9 @@ enum TableKey {
 /// NTTs on one GPU. Keeps a stream, the device's memory manager and the
 /// twiddle tables of every (size, direction, coset) used so far: two tables
 /// of about 2^(log_n/2) elements each (1 MiB at 2^28), and for each root the
-/// full tables of its passes up to [`GpuNtt::with_full_twiddle_limit`]
-/// (514 MiB at 2^24, 8 MiB at 2^27, 64 MiB at 2^28; see
+/// twiddle tables of its passes up to [`GpuNtt::with_full_twiddle_limit`]
+/// (257 MiB at 2^24, 1 GiB + 2 MiB at 2^26, 2 GiB + 4 MiB at 2^27,
+/// 32 MiB at 2^28; see
 /// [`GpuNtt::full_twiddle_bytes`]). A table that found no room in the
 /// budget when first built stays on the two-level products for the
 /// engine's life. Share one per device;
@@ -140,19 +145,27 @@ pub struct GpuNtt {
     full_twiddle_max_bytes: u64,
 }
 
-/// Device bytes of the full twiddle tables that one direction of a 2^log_n
+/// Device bytes of the twiddle tables that one direction of a 2^log_n
 /// transform keeps when each pass's table may take up to `max_bytes`: the
-/// sum over the passes of `cuzk_ntt_plan` but the last of 32 x 2^log_b, for
-/// each table of at most `max_bytes`. Needs no GPU.
+/// sum over the passes of `cuzk_ntt_plan` but the last of 32 x 2^(log_b - 1)
+/// (a pass of sub-problem size B keeps w_B^k for k < B/2 and takes the
+/// other half from w_B^(k + B/2) = -w_B^k), for each table of at most
+/// `max_bytes`. Needs no GPU.
 ///
 /// # Errors
 /// [`Error::NoCudaBuild`] in a build without the CUDA sources (the pass plan
 /// lives in them); [`Error::InvalidArgument`] for log_n > 32.
 pub fn full_twiddle_bytes(log_n: u32, max_bytes: u64) -> Result<u64> {
     Ok(twiddle_pass_sizes(log_n)?
-        .map(|b| (std::mem::size_of::<Fr>() as u64) << b)
+        .map(table_bytes)
         .filter(|&bytes| bytes <= max_bytes)
         .sum())
+}
+
+/// Bytes of the half twiddle table of a pass of sub-problem size 2^log_b
+/// (log_b >= 1): 2^(log_b - 1) elements of 32 bytes.
+fn table_bytes(log_b: u32) -> u64 {
+    (std::mem::size_of::<Fr>() as u64) << log_b.saturating_sub(1)
 }
 
 /// log2 of the sub-problem size B of every pass of a 2^log_n transform
@@ -165,11 +178,12 @@ fn twiddle_pass_sizes(log_n: u32) -> Result<impl Iterator<Item = u32>> {
     Ok(log_b.into_iter().take((passes as usize).saturating_sub(1)))
 }
 
-/// Default of [`GpuNtt::with_full_twiddle_limit`]: 1 GiB, the table of a
-/// 2^25-element pass. With it a 2^24 transform keeps full tables for both
-/// of its twiddle passes (512 MiB + 2 MiB), a 2^27 one for its second
-/// (8 MiB) while its first (4 GiB) keeps the two-level products.
-pub const DEFAULT_FULL_TWIDDLE_MAX_BYTES: u64 = 1 << 30;
+/// Default of [`GpuNtt::with_full_twiddle_limit`]: 2 GiB, the (half) table
+/// of a 2^27-element pass. With it 2^24, 2^26 and 2^27 transforms keep
+/// tables for both of their twiddle passes (257 MiB, 1 GiB + 2 MiB and
+/// 2 GiB + 4 MiB), a 2^28 one for all but its first (32 MiB + 256 KiB;
+/// the first would take 4 GiB).
+pub const DEFAULT_FULL_TWIDDLE_MAX_BYTES: u64 = 2 << 30;
 
 impl std::fmt::Debug for GpuNtt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -205,23 +219,23 @@ impl GpuNtt {
         })
     }
 
-    /// Sets the largest full twiddle table (bytes) that one pass of a
+    /// Sets the largest twiddle table (bytes) that one pass of a
     /// transform may keep on the device (default
     /// [`DEFAULT_FULL_TWIDDLE_MAX_BYTES`]; 0 turns them off). A pass of
     /// sub-problem size B = 2^log_b between two shared-memory rounds needs
-    /// B twiddles; with a full table (32 B x B, built once per size and
-    /// direction on first use, from the memory budget) each is a load
-    /// instead of a two-level product: one Fr multiply an element less.
-    /// On the H200 (BENCHMARKS.md) tables for every pass took 7-9% off a
-    /// forward transform; the default limit gives 2^24 both of its tables
-    /// (-9%) and 2^26, 2^27 their second (-6%). Tables already built keep
-    /// their size.
+    /// the B twiddles w_B^k; with a table (w_B^k for k < B/2, 16 B x B,
+    /// built once per size and direction on first use, from the memory
+    /// budget; the other half is -w_B^(k - B/2)) each is a load instead of
+    /// a two-level product: one Fr multiply an element less. On the H200
+    /// (BENCHMARKS.md) tables for every pass took 7-9% off a forward
+    /// transform; the default limit gives 2^24, 2^26 and 2^27 tables for
+    /// every pass. Tables already built keep their size.
     pub fn with_full_twiddle_limit(mut self, bytes: u64) -> Self {
         self.full_twiddle_max_bytes = bytes;
         self
     }
 
-    /// Device bytes of the full twiddle tables that one direction of a
+    /// Device bytes of the twiddle tables that one direction of a
     /// 2^log_n transform keeps under this engine's limit (see
     /// [`GpuNtt::with_full_twiddle_limit`] and [`full_twiddle_bytes`]). For
     /// planning memory (the forward and the inverse root each keep one

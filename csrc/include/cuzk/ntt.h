@@ -34,10 +34,10 @@ extern "C" {
  * (Bailey 1990): passes of up to 2^CUZK_NTT_MAX_PASS_BITS-point DFTs in
  * shared memory with twiddle multiplies between passes (see cuzk_ntt_plan).
  * pass_tw (pass_tw_count entries, may be null when the count is 0): entry
- * p null, or the full table w_B^k = w^(k * 2^(log_n - log_b[p])) for
- * k < B = 2^log_b[p] made by cuzk_ntt_powers, which replaces pass p's
- * two-level twiddle products by loads (one Fr multiply an element less).
- * log_n <= 32. */
+ * p null, or the half table w_B^k = w^(k * 2^(log_n - log_b[p])) for
+ * k < B/2, B = 2^log_b[p], made by cuzk_ntt_powers (the other half follows
+ * from w_B^(k + B/2) = -w_B^k), which replaces pass p's two-level twiddle
+ * products by loads (one Fr multiply an element less). log_n <= 32. */
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
                          const void* const* pass_tw, uint32_t pass_tw_count, void* stream);
@@ -48,8 +48,10 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
  * makes no twiddles. */
 cuzk_status cuzk_ntt_plan(uint32_t log_n, uint32_t* log_b, uint32_t capacity, uint32_t* passes);
 
-/* out[k] = w^(k * 2^(log_n - log_b)) for k < 2^log_b, w given by its
- * two-level tables as in cuzk_ntt_dif: the full twiddle table of a pass. */
+/* out[k] = w^(k * 2^(log_n - log_b)) for k < 2^(log_b - 1) (out holds
+ * 2^(log_b - 1) elements; 1 <= log_b <= log_n), w given by its two-level
+ * tables as in cuzk_ntt_dif: the half twiddle table of a pass (w_B^k for
+ * k < B/2, B = 2^log_b). */
 cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
                             const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream);
 
