@@ -20,6 +20,9 @@
 #include "cuzk/cuda_status.cuh"
 #include "cuzk/ff.cuh"
 #include "cuzk/ntt.h"
+#ifdef CUZK_NTT_SHOUP
+#include "fr_shoup.cuh"
+#endif
 
 using cuzk::Fr;
 using cuzk::guard;
@@ -28,7 +31,10 @@ using cuzk::ok;
 namespace {
 
 constexpr int kThreads = 256;       // threads per block
-constexpr int kTileLog = 11;         // 2^11 elements (64 KiB) per block tile
+#ifndef CUZK_NTT_TILE_LOG
+#define CUZK_NTT_TILE_LOG 11
+#endif
+constexpr int kTileLog = CUZK_NTT_TILE_LOG;  // 2^11 elements (64 KiB) per block tile
 constexpr int kMaxPass = CUZK_NTT_MAX_PASS_BITS;
 
 __device__ __forceinline__ Fr load_fr(const Fr* p) {
@@ -75,6 +81,57 @@ struct SharedTile {
     }
 };
 
+// A butterfly root w_R^j in shared memory. Default: w in Montgomery form
+// for operator*. Developer switch CUZK_NTT_SHOUP: for Shoup's product by a
+// constant (fr_shoup.cuh, about 22% fewer multiply-pipe cycles than
+// operator*), w plain (not Montgomery) and w' = floor(w 2^288 / r), 80
+// bytes. On the H200 it was no faster at 2^27 (BENCHMARKS.md, session 8):
+// the butterfly stages are bound by latency (under one eligible warp a
+// scheduler), not by the multiply pipe, and its 96 registers and larger
+// roots cut the blocks per SM from 3 to 2.
+struct Root {
+#ifndef CUZK_NTT_SHOUP
+    Fr w;
+#else
+    uint32_t w[8];
+    uint32_t wp[9];
+    uint32_t pad[3];
+#endif
+};
+
+// Root from w_R^j in Montgomery form.
+__device__ __forceinline__ void store_root(Root* dst, const Fr& w_mont) {
+#ifndef CUZK_NTT_SHOUP
+    store_fr(&dst->w, w_mont);
+#else
+    Fr raw_one;  // the integer 1: w_mont * 1 * R^-1 = w, plain
+    for (int i = 0; i < 8; ++i) raw_one.l[i] = i == 0 ? 1u : 0u;
+    const Fr w = w_mont * raw_one;
+    Root e;
+    for (int i = 0; i < 8; ++i) e.w[i] = w.l[i];
+    cuzk::shoup::precompute(e.wp, e.w);
+    e.pad[0] = e.pad[1] = e.pad[2] = 0;
+    uint4* d = reinterpret_cast<uint4*>(dst);
+    const uint4* src = reinterpret_cast<const uint4*>(&e);
+    for (int i = 0; i < 5; ++i) d[i] = src[i];
+#endif
+}
+
+// d * w_R^j for the root entry at `root`.
+__device__ __forceinline__ Fr mul_root(const Fr& d, const Root* root) {
+#ifndef CUZK_NTT_SHOUP
+    return d * load_fr(&root->w);
+#else
+    const uint4* p = reinterpret_cast<const uint4*>(root);
+    const uint4 a = p[0], b = p[1], c = p[2], e = p[3], f = p[4];
+    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const uint32_t wp[9] = {c.x, c.y, c.z, c.w, e.x, e.y, e.z, e.w, f.x};
+    Fr r;
+    cuzk::shoup::mul(r.l, d.l, w, wp);
+    return r;
+#endif
+}
+
 // w^e from two-level tables.
 __device__ __forceinline__ Fr power(const Fr* lo, const Fr* hi, uint32_t lo_bits, uint64_t e) {
     return load_fr(hi + (e >> lo_bits)) * load_fr(lo + (e & ((1ull << lo_bits) - 1)));
@@ -103,7 +160,7 @@ int ntt_variant() {
 // is h = 2^(log_r - 1 - s); a unit is the 2^G elements base + e*H,
 // H = h / 2^(G-1), of one 2h-block. Twiddles w_R^j come from `roots`.
 template <int G>
-__device__ __forceinline__ void dif_group(const SharedTile sh, const Fr* roots, uint32_t log_r, uint32_t log_w,
+__device__ __forceinline__ void dif_group(const SharedTile sh, const Root* roots, uint32_t log_r, uint32_t log_w,
                                           uint32_t s, uint32_t tile) {
     const uint32_t log_h = log_r - 1 - s;
     const uint32_t log_H = log_h - (G - 1);
@@ -145,7 +202,7 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Fr* roots, 
                 const Fr a = x[e], b = x[e + half];
                 x[e] = a + b;
                 const Fr d = a - b;
-                x[e + half] = jm == 0 ? d : d * load_fr(&roots[jm << (s + t)]);
+                x[e + half] = jm == 0 ? d : mul_root(d, &roots[jm << (s + t)]);
             }
         }
 #pragma unroll
@@ -169,7 +226,7 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
     extern __shared__ uint4 smem_raw[];
     const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
     // w_R^j, j < R/2, after the tile's 32 bytes an element.
-    Fr* roots = reinterpret_cast<Fr*>(smem_raw + 2 * (1u << (log_r + log_w)));
+    Root* roots = reinterpret_cast<Root*>(smem_raw + 2 * (1u << (log_r + log_w)));
 
     const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
     const uint32_t log_c = log_b - log_r;
@@ -178,7 +235,7 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
 
     // Roots of this radix: w_R = w_N^(N/R).
     for (uint32_t j = threadIdx.x; j < R / 2; j += blockDim.x)
-        store_fr(&roots[j], power(tw_lo, tw_hi, lo_bits, (uint64_t)j << (log_n - log_r)));
+        store_root(&roots[j], power(tw_lo, tw_hi, lo_bits, (uint64_t)j << (log_n - log_r)));
 
     for (uint64_t t_id = blockIdx.x; t_id < tiles; t_id += gridDim.x) {
         const uint64_t group = t_id % groups_per_sub;
@@ -187,14 +244,24 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
         __syncthreads();
         // Load: element (row t, column k) at base + k + C t; k fastest across threads.
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+#ifdef CUZK_NTT_DEV_NO_GLOBAL /* developer switch: compute alone (wrong results) */
+            Fr v;
+            for (int q = 0; q < 8; ++q) v.l[q] = q == 0 ? (uint32_t)(base + i) : 0u;
+            sh.st(i, v);
+#else
             const uint32_t k = i & (W - 1), t = i >> log_w;
             sh.st(i, load_fr(data + base + k + (t << log_c)));
+#endif
         }
         __syncthreads();
         // log_r radix-2 DIF stages on every column, up to three at a time in
         // registers (radix-8 units): one shared-memory round trip and one
         // barrier per three stages.
+#ifdef CUZK_NTT_DEV_NO_COMPUTE /* developer switch: memory alone (wrong results) */
+        for (uint32_t st = log_r; st < log_r;) {
+#else
         for (uint32_t st = 0; st < log_r;) {
+#endif
             const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
             if (g == 3) dif_group<3>(sh, roots, log_r, log_w, st, tile);
             else if (g == 2) dif_group<2>(sh, roots, log_r, log_w, st, tile);
@@ -203,7 +270,11 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
             st += g;
         }
         // Twiddle w_B^(u c) = w_N^(u c N/B) and store. Position p holds u = bitrev(p).
+#ifdef CUZK_NTT_DEV_NO_COMPUTE
+        const bool twiddle = false;
+#else
         const bool twiddle = log_c > 0;
+#endif
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
             const uint32_t k = i & (W - 1), p = i >> log_w;
             Fr v = sh.ld(i);
@@ -221,6 +292,9 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
                     }
                 }
             }
+#ifdef CUZK_NTT_DEV_NO_GLOBAL
+            if (v.l[0] == 0xdeadbeefu && v.l[1] == 0x12345678u)
+#endif
             store_fr(data + base + k + ((uint64_t)p << log_c), v);
         }
     }
@@ -317,7 +391,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         const Kernel kernels[kNumVariants] = {ntt_pass<1, 1>, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
         const Kernel kernel = kernels[variant];
-        const size_t smem_max = (sizeof(Fr) << kTileLog) + (sizeof(Fr) << (kMaxPass - 1));
+        const size_t smem_max = (sizeof(Fr) << kTileLog) + (sizeof(Root) << (kMaxPass - 1));
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
         CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem_max));
@@ -333,7 +407,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint64_t tiles = batch << (log_n - log_r - log_w);
             const uint32_t tile = 1u << (log_r + log_w);
             const uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
-            const size_t smem = (sizeof(Fr) << (log_r + log_w)) + (sizeof(Fr) << (log_r - 1));
+            const size_t smem = (sizeof(Fr) << (log_r + log_w)) + (sizeof(Root) << (log_r - 1));
             const uint64_t cap = (uint64_t)sms * 8;
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
