@@ -4,7 +4,9 @@ constant for BLS12-381 Fr, as PTX carry chains (one asm statement a chain).
 
     python3 csrc/ntt/gen_shoup.py > csrc/ntt/fr_shoup.cuh
 
-The output is committed; rerun this after changing it. The chains are
+The output is committed; rerun this after changing it, then
+csrc/ntt/check_shoup.py (no GPU needed) checks the header against this
+script and runs its chains on edge and random cases. The chains are
 regular but every row has its own length, which is why they are generated
 rather than written by hand.
 
@@ -109,6 +111,20 @@ def row(acc, scal, mults, col0, top, carry, hi_first=False):
     return ch
 
 
+def low_product(even, odd, scal, mults, rows, j0):
+    """Chains of sum_i scal_i * m_j mod 2^256 over j >= j0, i + j <= 7:
+    products at even columns into `even`, at odd columns into `odd`, so a
+    register pair keeps its alignment in every row (row i's products with
+    j of i's parity land at even columns). mults(j) names multiplicand j."""
+    chains = []
+    for i in range(rows):
+        for acc, par in ((even, 0), (odd, 1)):
+            js = [j for j in range(j0, 8 - i) if (i + j) % 2 == par]
+            if js:
+                chains.append(row(acc, scal(i), [mults(j) for j in js], i + js[0], 7, False))
+    return chains
+
+
 def add_chain(dst, src, lo, hi, op="add", src_off=0):
     """dst[k] op= src[k - src_off] for k in lo..hi (one chain)."""
     ch = Chain()
@@ -156,27 +172,15 @@ def main():
             chains.append(row("B", f"x[{i}]", [f"wp[{j}]" for j in b_js], 8, 16,
                               carry=b_js[-1] != 8))
     chains.append(add_chain("A", "B", 8, 16))
-    # (B) T = x * w mod 2^256 into E (pairs at even columns) and O (pairs
-    # at odd columns): a register pair then keeps its alignment in every
-    # row (row i's products with j of i's parity land at even columns).
+    # (B) T = x * w mod 2^256 into E (even columns) and O (odd columns).
     body_b = ["uint32_t E[8] = {0}, O[8] = {0};"]
-    chains_b = []
-    for i in range(8):
-        for acc, par in (("E", 0), ("O", 1)):
-            js = [j for j in range(0, 8 - i) if (i + j) % 2 == par]
-            if js:
-                chains_b.append(row(acc, f"x[{i}]", [f"w[{j}]" for j in js], i + js[0], 7, False))
+    chains_b = low_product("E", "O", lambda i: f"x[{i}]", lambda j: f"w[{j}]", 8, 0)
     chains_b.append(add_chain("E", "O", 1, 7))
     # (C) S = q * r mod 2^256: q (r[0] = 1) + q << 64 - q << 32 (r[1] = W - 1)
     # + the products with r[j], j >= 2.
     body_c = ["uint32_t F[8], G[8] = {0};",
               "for (int k = 0; k < 8; ++k) F[k] = q[k];"]
-    chains_c = []
-    for i in range(6):
-        for acc, par in (("F", 0), ("G", 1)):
-            js = [j for j in range(2, 8 - i) if (i + j) % 2 == par]
-            if js:
-                chains_c.append(row(acc, f"q[{i}]", [f"0x{P[j]:08x}" for j in js], i + js[0], 7, False))
+    chains_c = low_product("F", "G", lambda i: f"q[{i}]", lambda j: f"0x{P[j]:08x}", 6, 2)
     chains_c.append(add_chain("F", "G", 3, 7))
     chains_c.append(add_chain("F", "q", 2, 7, src_off=2))
     chains_c.append(add_chain("F", "q", 1, 7, op="sub", src_off=1))
