@@ -36,6 +36,7 @@ constexpr int kThreads = 256;       // threads per block
 #endif
 constexpr int kTileLog = CUZK_NTT_TILE_LOG;  // 2^11 elements (64 KiB) per block tile
 constexpr int kMaxPass = CUZK_NTT_MAX_PASS_BITS;
+static_assert(kTileLog >= kMaxPass, "a tile must hold one column of the largest pass (smem_max)");
 
 __device__ __forceinline__ Fr load_fr(const Fr* p) {
     const uint4* s = reinterpret_cast<const uint4*>(p);
@@ -57,6 +58,11 @@ __device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
 // lanes on consecutive elements read consecutive 16-byte words (no bank
 // conflict); the interleaved layout (32 bytes an element, developer switch
 // CUZK_NTT_SMEM_INTERLEAVED) has lanes 32 bytes apart, a 2-way conflict.
+// One conflict is left: with 4 columns a tile (log_w = 2, the 9-bit passes
+// of 2^26 and 2^27) the offset-major stages h = 2..32 put two 2h-blocks,
+// 128 h bytes apart, in one 8-lane phase (2-way). Shared memory is not the
+// bound (2% of the stall samples); an XOR swizzle of the row would remove
+// it (docs/ntt-next.md).
 struct SharedTile {
     uint4* lo;
     uint32_t tile;

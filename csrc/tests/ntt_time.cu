@@ -6,7 +6,8 @@
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 -I csrc/include csrc/tests/ntt_time.cu -o ntt_time
  *   ./ntt_time 27 [batch] [full]   (CUZK_NTT_VARIANT picks the kernel variant;
- *                                   full = 1: full twiddle tables for every pass)
+ *                                   full = 1: full (half) twiddle tables between
+ *                                   every two passes)
  */
 #include "../ntt/ntt.cu"
 
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
         if (cuzk_ntt_plan(log_n, log_b, 8, &passes).code != CUZK_OK) return 1;
         for (uint32_t p = 0; p + 1 < passes; ++p) {
             Fr* t;
-            CHECK(cudaMalloc(&t, sizeof(Fr) << log_b[p]));
+            CHECK(cudaMalloc(&t, sizeof(Fr) << (log_b[p] - 1))); /* half table */
             if (cuzk_ntt_powers(0, t, log_b[p], log_n, dlo, dhi, lo_bits, s).code != CUZK_OK) return 1;
             pass_tw.push_back(t);
         }

@@ -152,7 +152,7 @@ fn bad_shapes_are_errors() {
     assert!(e.to_string().contains("nonzero"), "{e}");
 }
 
-/// The pass plan and the full twiddle tables it implies (no GPU needed,
+/// The pass plan and the full (half) twiddle tables it implies (no GPU needed,
 /// only a CUDA build): the sizes the docs of `GpuNtt` and BENCHMARKS.md
 /// quote for the default 2 GiB limit.
 #[test]
@@ -233,10 +233,11 @@ fn gpu_every_size_and_option_once() {
     ));
 }
 
-/// The engine's default keeps full twiddle tables for every pass up to
-/// 2^25 elements, so the tests above run that path; this one turns them off
-/// and runs the two-level twiddle products (which 2^26, 2^27 and 2^28 use
-/// for their first pass) at log sizes 10 to 21 (two and three passes).
+/// The engine's default keeps full (half) twiddle tables for every pass up
+/// to 2^27 elements, so the tests above run that path; this one turns them
+/// off and runs the two-level twiddle products (which 2^28 uses for its
+/// first pass, and a prover's engine at 2^27) at log sizes 10 to 21 (two
+/// and three passes).
 #[test]
 fn gpu_two_level_twiddles_match_the_cpu() {
     if gpu_or_skip("ntt gpu tests").is_none() {

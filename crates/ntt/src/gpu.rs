@@ -141,7 +141,7 @@ pub struct GpuNtt {
     tables: Mutex<HashMap<TableKey, Arc<PowerTables>>>,
     /// Host-to-host transforms copy through pinned staging buffers.
     copies: StagedCopies,
-    /// Largest full twiddle table of one pass, in bytes.
+    /// Largest full (half) twiddle table of one pass, in bytes.
     full_twiddle_max_bytes: u64,
 }
 
@@ -357,7 +357,7 @@ impl GpuNtt {
             .collect();
         let dif = || {
             // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements,
-            // and per pass null or 2^log_b[p] elements (with_pass_tables),
+            // and per pass null or 2^(log_b[p] - 1) elements (with_pass_tables),
             // all held by the table cache, which outlives the kernels.
             check(unsafe {
                 sys::cuzk_ntt_dif(
