@@ -321,6 +321,44 @@ __global__ void bit_reverse_kernel(Fr* data, uint32_t log_n, uint64_t total) {
     }
 }
 
+// Tiled in-place bit reversal for log_n >= 2 * kBrQ. Write an index as
+// [a | m | b] with a, b of kBrQ bits each; its reversal is
+// [rev(b) | rev(m) | rev(a)]. Tile m (the 2^kBrQ x 2^kBrQ elements with
+// middle m, rows a of 2^kBrQ contiguous elements) goes transposed, with
+// its rows and columns reversed, to tile rev(m): one block loads tiles m
+// and rev(m) (m <= rev(m)) into shared memory, then writes both. Reads and
+// writes run along rows of 2^kBrQ contiguous elements (512 bytes) instead
+// of the single scattered 32-byte elements of bit_reverse_kernel. Rows are
+// padded by one entry so that the transposed read is conflict-free.
+constexpr uint32_t kBrQ = 4, kBrT = 1u << kBrQ, kBrRow = kBrT + 1;
+
+__device__ __forceinline__ uint32_t rev_q(uint32_t x) { return __brev(x) >> (32 - kBrQ); }
+
+__global__ void __launch_bounds__(kBrT * kBrT) bit_reverse_tiled_kernel(Fr* data, uint32_t log_n, uint64_t groups) {
+    __shared__ uint4 tile_m[2 * kBrT * kBrRow], tile_r[2 * kBrT * kBrRow];
+    const SharedTile sm{tile_m, kBrT * kBrRow}, sr{tile_r, kBrT * kBrRow};
+    const uint32_t log_m = log_n - 2 * kBrQ, shift_a = log_n - kBrQ;
+    const uint32_t t = threadIdx.x, row = t >> kBrQ, col = t & (kBrT - 1);
+    for (uint64_t g = blockIdx.x; g < groups; g += gridDim.x) {
+        const uint64_t v = g >> log_m;
+        const uint32_t m = (uint32_t)(g & ((1ull << log_m) - 1));
+        const uint32_t mr = log_m == 0 ? 0 : (__brev(m) >> (32 - log_m));
+        if (mr < m) continue;  // the block of rev(m) swaps this pair
+        Fr* a = data + (v << log_n);
+        // Load: thread (row, col) reads element [row | m | col] (and of rev(m)).
+        const uint64_t in_m = ((uint64_t)row << shift_a) | ((uint64_t)m << kBrQ) | col;
+        const uint64_t in_r = ((uint64_t)row << shift_a) | ((uint64_t)mr << kBrQ) | col;
+        sm.st(row * kBrRow + col, load_fr(a + in_m));
+        if (mr != m) sr.st(row * kBrRow + col, load_fr(a + in_r));
+        __syncthreads();
+        // Store: destination [row | rev(m) | col] takes source [rev(col) | m | rev(row)].
+        const uint32_t src = rev_q(col) * kBrRow + rev_q(row);
+        store_fr(a + in_r, sm.ld(src));
+        if (mr != m) store_fr(a + in_m, sr.ld(src));
+        __syncthreads();
+    }
+}
+
 __global__ void powers_kernel(Fr* out, uint32_t log_count, uint32_t shift, const Fr* lo,
                               const Fr* hi, uint32_t lo_bits) {
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << log_count);
@@ -466,6 +504,14 @@ cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uin
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const uint64_t total = batch << log_n;
         uint32_t blocks = 0;
+        if (log_n >= 2 * kBrQ) {
+            const uint64_t groups = total >> (2 * kBrQ);  // tiles m over all vectors
+            cuzk_status s = grid_for(device, total, kBrT * kBrT, &blocks);
+            if (s.code != CUZK_OK) return s;
+            bit_reverse_tiled_kernel<<<blocks, kBrT * kBrT, 0, (cudaStream_t)stream>>>((Fr*)data, log_n, groups);
+            CUZK_CUDA_TRY(cudaGetLastError());
+            return ok();
+        }
         cuzk_status s = grid_for(device, total, 256, &blocks);
         if (s.code != CUZK_OK) return s;
         bit_reverse_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>((Fr*)data, log_n, total);
