@@ -20,7 +20,7 @@
 #include "cuzk/cuda_status.cuh"
 #include "cuzk/ff.cuh"
 #include "cuzk/ntt.h"
-#ifdef CUZK_NTT_SHOUP
+#ifndef CUZK_NTT_MONT_ROOTS
 #include "fr_shoup.cuh"
 #endif
 
@@ -87,16 +87,17 @@ struct SharedTile {
     }
 };
 
-// A butterfly root w_R^j in shared memory. Default: w in Montgomery form
-// for operator*. Developer switch CUZK_NTT_SHOUP: for Shoup's product by a
-// constant (fr_shoup.cuh, about 22% fewer multiply-pipe cycles than
-// operator*), w plain (not Montgomery) and w' = floor(w 2^288 / r), 80
-// bytes. On the H200 it was no faster at 2^27 (BENCHMARKS.md, session 8):
-// the butterfly stages are bound by latency (under one eligible warp a
-// scheduler), not by the multiply pipe, and its 96 registers and larger
-// roots cut the blocks per SM from 3 to 2.
+// A butterfly root w_T^j of the roots table (cuzk_ntt_roots; global
+// memory, read through the read-only cache). Default: Shoup's product by a
+// constant (fr_shoup.cuh): w plain (not Montgomery) and w' = floor(w 2^288
+// / r), 80 bytes; it takes 78 IMAD.WIDE a product against operator*'s 112
+// (SASS, nvcc 13.0). Developer switch CUZK_NTT_MONT_ROOTS: w in Montgomery
+// form for operator*, 32 bytes. The roots live in global memory, not in
+// shared memory, so that three 64 KiB tiles still fit an SM (3 x (64 + 20)
+// KiB would not): with them in shared memory Shoup ran at 2 blocks an SM
+// and gained nothing at 2^27 (BENCHMARKS.md, sessions 8 and 9).
 struct Root {
-#ifndef CUZK_NTT_SHOUP
+#ifdef CUZK_NTT_MONT_ROOTS
     Fr w;
 #else
     uint32_t w[8];
@@ -104,10 +105,11 @@ struct Root {
     uint32_t pad[3];
 #endif
 };
+static_assert(sizeof(Root) << (kMaxPass - 1) <= CUZK_NTT_ROOTS_BYTES, "roots table size (ntt.h)");
 
-// Root from w_R^j in Montgomery form.
+// Root from w_T^j in Montgomery form.
 __device__ __forceinline__ void store_root(Root* dst, const Fr& w_mont) {
-#ifndef CUZK_NTT_SHOUP
+#ifdef CUZK_NTT_MONT_ROOTS
     store_fr(&dst->w, w_mont);
 #else
     Fr raw_one;  // the integer 1: w_mont * 1 * R^-1 = w, plain
@@ -123,13 +125,17 @@ __device__ __forceinline__ void store_root(Root* dst, const Fr& w_mont) {
 #endif
 }
 
-// d * w_R^j for the root entry at `root`.
+// d * w_T^j for the root entry at `root` (global memory).
 __device__ __forceinline__ Fr mul_root(const Fr& d, const Root* root) {
-#ifndef CUZK_NTT_SHOUP
-    return d * load_fr(&root->w);
-#else
     const uint4* p = reinterpret_cast<const uint4*>(root);
-    const uint4 a = p[0], b = p[1], c = p[2], e = p[3], f = p[4];
+#ifdef CUZK_NTT_MONT_ROOTS
+    const uint4 a = __ldg(p), b = __ldg(p + 1);
+    Fr w;
+    w.l[0] = a.x; w.l[1] = a.y; w.l[2] = a.z; w.l[3] = a.w;
+    w.l[4] = b.x; w.l[5] = b.y; w.l[6] = b.z; w.l[7] = b.w;
+    return d * w;
+#else
+    const uint4 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2), e = __ldg(p + 3), f = __ldg(p + 4);
     const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
     const uint32_t wp[9] = {c.x, c.y, c.z, c.w, e.x, e.y, e.z, e.w, f.x};
     Fr r;
@@ -164,10 +170,11 @@ int ntt_variant() {
 // G consecutive radix-2 DIF stages (s .. s+G-1 of a column of R = 2^log_r)
 // on units of 2^G elements held in registers. The first stage's half-size
 // is h = 2^(log_r - 1 - s); a unit is the 2^G elements base + e*H,
-// H = h / 2^(G-1), of one 2h-block. Twiddles w_R^j come from `roots`.
+// H = h / 2^(G-1), of one 2h-block. Twiddles w_R^j = w_T^(j 2^rs) come
+// from `roots` (w_T^j, T = 2^(log_r + rs)).
 template <int G>
-__device__ __forceinline__ void dif_group(const SharedTile sh, const Root* roots, uint32_t log_r, uint32_t log_w,
-                                          uint32_t s, uint32_t tile) {
+__device__ __forceinline__ void dif_group(const SharedTile sh, const Root* __restrict__ roots, uint32_t rs,
+                                          uint32_t log_r, uint32_t log_w, uint32_t s, uint32_t tile) {
     const uint32_t log_h = log_r - 1 - s;
     const uint32_t log_H = log_h - (G - 1);
     const uint32_t W = 1u << log_w;
@@ -208,7 +215,7 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Root* roots
                 const Fr a = x[e], b = x[e + half];
                 x[e] = a + b;
                 const Fr d = a - b;
-                x[e + half] = jm == 0 ? d : mul_root(d, &roots[jm << (s + t)]);
+                x[e + half] = jm == 0 ? d : mul_root(d, &roots[jm << (s + t + rs)]);
             }
         }
 #pragma unroll
@@ -222,26 +229,23 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Root* roots
 //   -w_B^k; then the twiddles between passes are loads instead of
 //   two-level products: one Fr multiply an element less);
 //   log_r: radix R of this pass; columns have stride C = B / R;
-//   log_w: columns per tile (tile = R x W elements).
+//   log_w: columns per tile (tile = R x W elements);
+//   roots: w_T^j for j < T/2, T = 2^log_t >= R (cuzk_ntt_roots).
 // Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
-template <int MAXG, int MINB>
-__global__ void __launch_bounds__(kThreads, MINB)
-ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,
-         const Fr* __restrict__ tw_lo, const Fr* __restrict__ tw_hi, uint32_t lo_bits,
-         const Fr* __restrict__ tw_full, uint64_t tiles) {
+template <int MAXG>
+__device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r,
+                                              uint32_t log_w, const Fr* __restrict__ tw_lo,
+                                              const Fr* __restrict__ tw_hi, uint32_t lo_bits,
+                                              const Fr* __restrict__ tw_full, const Root* __restrict__ roots,
+                                              uint32_t log_t, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
     const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
-    // w_R^j, j < R/2, after the tile's 32 bytes an element.
-    Root* roots = reinterpret_cast<Root*>(smem_raw + 2 * (1u << (log_r + log_w)));
+    const uint32_t rs = log_t - log_r;  // w_R^j = w_T^(j 2^rs)
 
     const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
     const uint32_t log_c = log_b - log_r;
     const uint64_t C = 1ull << log_c;
     const uint32_t groups_per_sub = (uint32_t)(C >> log_w);  // column groups per sub-problem
-
-    // Roots of this radix: w_R = w_N^(N/R).
-    for (uint32_t j = threadIdx.x; j < R / 2; j += blockDim.x)
-        store_root(&roots[j], power(tw_lo, tw_hi, lo_bits, (uint64_t)j << (log_n - log_r)));
 
     for (uint64_t t_id = blockIdx.x; t_id < tiles; t_id += gridDim.x) {
         const uint64_t group = t_id % groups_per_sub;
@@ -269,9 +273,9 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
         for (uint32_t st = 0; st < log_r;) {
 #endif
             const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
-            if (g == 3) dif_group<3>(sh, roots, log_r, log_w, st, tile);
-            else if (g == 2) dif_group<2>(sh, roots, log_r, log_w, st, tile);
-            else dif_group<1>(sh, roots, log_r, log_w, st, tile);
+            if (g == 3) dif_group<3>(sh, roots, rs, log_r, log_w, st, tile);
+            else if (g == 2) dif_group<2>(sh, roots, rs, log_r, log_w, st, tile);
+            else dif_group<1>(sh, roots, rs, log_r, log_w, st, tile);
             __syncthreads();
             st += g;
         }
@@ -306,6 +310,29 @@ ntt_pass(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, 
     }
 }
 
+#define CUZK_NTT_PASS_PARAMS                                                                          \
+    Fr *__restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,           \
+        const Fr *__restrict__ tw_lo, const Fr *__restrict__ tw_hi, uint32_t lo_bits,                 \
+        const Fr *__restrict__ tw_full, const Root *__restrict__ roots, uint32_t log_t, uint64_t tiles
+#define CUZK_NTT_PASS_ARGS data, log_n, log_b, log_r, log_w, tw_lo, tw_hi, lo_bits, tw_full, roots, log_t, tiles
+
+// The default variant: radix-2 stages with a register cap, so that three
+// blocks of 256 threads fit an SM's 64 Ki registers (uncapped, ptxas takes
+// 84, and 3 x 8 warps x 84 x 32 rounded up to 256 a warp is over 64 Ki).
+// ptxas stays below the cap: 72 -> 64 registers, 80 -> 68, 88 -> 70,
+// 96 -> 80. On the H200 (nvcc 13.0, BENCHMARKS.md session 9) 72 was the
+// fastest: 2^27 36.96 ms against 37.73 (80), 37.53 (88), 37.86 (96).
+#ifndef CUZK_NTT_MAXNREG /* developer switch */
+#define CUZK_NTT_MAXNREG 72
+#endif
+__global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) { ntt_pass_body<1>(CUZK_NTT_PASS_ARGS); }
+
+// The register radix-4/8 variants (CUZK_NTT_VARIANT 1..3).
+template <int MAXG, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB) ntt_pass(CUZK_NTT_PASS_PARAMS) {
+    ntt_pass_body<MAXG>(CUZK_NTT_PASS_ARGS);
+}
+
 __global__ void bit_reverse_kernel(Fr* data, uint32_t log_n, uint64_t total) {
     for (uint64_t g = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; g < total;
          g += (uint64_t)gridDim.x * blockDim.x) {
@@ -332,8 +359,6 @@ __global__ void bit_reverse_kernel(Fr* data, uint32_t log_n, uint64_t total) {
 // padded by one entry so that the transposed read is conflict-free.
 constexpr uint32_t kBrQ = 4, kBrT = 1u << kBrQ, kBrRow = kBrT + 1;
 
-__device__ __forceinline__ uint32_t rev_q(uint32_t x) { return __brev(x) >> (32 - kBrQ); }
-
 __global__ void __launch_bounds__(kBrT * kBrT) bit_reverse_tiled_kernel(Fr* data, uint32_t log_n, uint64_t groups) {
     __shared__ uint4 tile_m[2 * kBrT * kBrRow], tile_r[2 * kBrT * kBrRow];
     const SharedTile sm{tile_m, kBrT * kBrRow}, sr{tile_r, kBrT * kBrRow};
@@ -342,7 +367,7 @@ __global__ void __launch_bounds__(kBrT * kBrT) bit_reverse_tiled_kernel(Fr* data
     for (uint64_t g = blockIdx.x; g < groups; g += gridDim.x) {
         const uint64_t v = g >> log_m;
         const uint32_t m = (uint32_t)(g & ((1ull << log_m) - 1));
-        const uint32_t mr = log_m == 0 ? 0 : (__brev(m) >> (32 - log_m));
+        const uint32_t mr = bitrev(m, log_m);
         if (mr < m) continue;  // the block of rev(m) swaps this pair
         Fr* a = data + (v << log_n);
         // Load: thread (row, col) reads element [row | m | col] (and of rev(m)).
@@ -352,11 +377,18 @@ __global__ void __launch_bounds__(kBrT * kBrT) bit_reverse_tiled_kernel(Fr* data
         if (mr != m) sr.st(row * kBrRow + col, load_fr(a + in_r));
         __syncthreads();
         // Store: destination [row | rev(m) | col] takes source [rev(col) | m | rev(row)].
-        const uint32_t src = rev_q(col) * kBrRow + rev_q(row);
+        const uint32_t src = bitrev(col, kBrQ) * kBrRow + bitrev(row, kBrQ);
         store_fr(a + in_r, sm.ld(src));
         if (mr != m) store_fr(a + in_m, sr.ld(src));
         __syncthreads();
     }
+}
+
+// roots[j] = w_T^j = w^(j 2^(log_n - log_t)) for j < 2^(log_t - 1).
+__global__ void roots_kernel(Root* roots, uint32_t log_n, uint32_t log_t, const Fr* lo, const Fr* hi,
+                             uint32_t lo_bits) {
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < (1u << log_t) / 2; j += gridDim.x * blockDim.x)
+        store_root(&roots[j], power(lo, hi, lo_bits, (uint64_t)j << (log_n - log_t)));
 }
 
 __global__ void powers_kernel(Fr* out, uint32_t log_count, uint32_t shift, const Fr* lo,
@@ -420,10 +452,12 @@ extern "C" {
 
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
-                         const void* const* pass_tw, uint32_t pass_tw_count, void* stream) {
+                         const void* const* pass_tw, uint32_t pass_tw_count, const void* roots,
+                         void* stream) {
     return guard("cuzk_ntt_dif", [&]() -> cuzk_status {
         CUZK_NEED(log_n <= 32, "cuzk_ntt_dif: log_n = %u exceeds Fr's two-adicity (32)", log_n);
         CUZK_NEED(data && tw_lo && tw_hi, "cuzk_ntt_dif: null pointer");
+        CUZK_NEED(roots, "cuzk_ntt_dif: null roots table (make it with cuzk_ntt_roots)");
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_dif: lo_bits %u > log_n %u", lo_bits, log_n);
         CUZK_NEED(pass_tw || pass_tw_count == 0, "cuzk_ntt_dif: null pass_tw with count %u",
                   pass_tw_count);
@@ -431,11 +465,11 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
         using Kernel = void (*)(Fr*, uint32_t, uint32_t, uint32_t, uint32_t, const Fr*, const Fr*,
-                                uint32_t, const Fr*, uint64_t);
-        const Kernel kernels[kNumVariants] = {ntt_pass<1, 1>, ntt_pass<2, 2>, ntt_pass<3, 2>,
+                                uint32_t, const Fr*, const Root*, uint32_t, uint64_t);
+        const Kernel kernels[kNumVariants] = {ntt_pass_r2, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
         const Kernel kernel = kernels[variant];
-        const size_t smem_max = (sizeof(Fr) << kTileLog) + (sizeof(Root) << (kMaxPass - 1));
+        const size_t smem_max = sizeof(Fr) << kTileLog;
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
         CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem_max));
@@ -451,13 +485,13 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint64_t tiles = batch << (log_n - log_r - log_w);
             const uint32_t tile = 1u << (log_r + log_w);
             const uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
-            const size_t smem = (sizeof(Fr) << (log_r + log_w)) + (sizeof(Root) << (log_r - 1));
+            const size_t smem = sizeof(Fr) << (log_r + log_w);
             const uint64_t cap = (uint64_t)sms * 8;
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
-                full, tiles);
+                full, (const Root*)roots, log_n < (uint32_t)kMaxPass ? log_n : (uint32_t)kMaxPass, tiles);
             CUZK_CUDA_TRY(cudaGetLastError());
         }
         return ok();
@@ -472,6 +506,22 @@ cuzk_status cuzk_ntt_plan(uint32_t log_n, uint32_t* log_b, uint32_t capacity, ui
         const uint32_t n = log_n == 0 ? 0 : plan_passes(log_n, b, r);
         *passes = n;
         for (uint32_t p = 0; p < n && p < capacity; ++p) log_b[p] = b[p];
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_roots(int32_t device, void* roots, uint32_t log_n, const void* tw_lo,
+                           const void* tw_hi, uint32_t lo_bits, void* stream) {
+    return guard("cuzk_ntt_roots", [&]() -> cuzk_status {
+        CUZK_NEED(log_n <= 32, "cuzk_ntt_roots: log_n = %u > 32", log_n);
+        CUZK_NEED(roots && tw_lo && tw_hi, "cuzk_ntt_roots: null pointer");
+        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_roots: lo_bits %u > log_n %u", lo_bits, log_n);
+        const uint32_t log_t = log_n < (uint32_t)kMaxPass ? log_n : (uint32_t)kMaxPass;
+        if (log_t == 0) return ok();
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        roots_kernel<<<1, 256, 0, (cudaStream_t)stream>>>((Root*)roots, log_n, log_t, (const Fr*)tw_lo,
+                                                         (const Fr*)tw_hi, lo_bits);
+        CUZK_CUDA_TRY(cudaGetLastError());
         return ok();
     });
 }

@@ -18,19 +18,7 @@
 #include "dev_check.cuh"
 
 static float time_ms(cudaStream_t s, const std::function<void()>& f) {
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < 5; ++r) {
-        CHECK(cudaEventRecord(a, s));
-        f();
-        CHECK(cudaEventRecord(b, s));
-        CHECK(cudaEventSynchronize(b));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
+    std::vector<float> t = event_times_ms(s, 5, f);
     std::sort(t.begin(), t.end());
     return t[2];
 }

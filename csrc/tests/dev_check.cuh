@@ -1,7 +1,7 @@
 /*
  * Shared by the single-file developer measurements in csrc/tests: a CUDA
- * call check that prints the call and exits, and the settled free-memory
- * read of the managed-memory experiments.
+ * call check that prints the call and exits, CUDA-event timing, and the
+ * settled free-memory read of the managed-memory experiments.
  */
 #ifndef CUZK_DEV_CHECK_CUH
 #define CUZK_DEV_CHECK_CUH
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #define CHECK(x)                                                                              \
     do {                                                                                      \
@@ -21,6 +22,28 @@
             std::exit(1);                                                                     \
         }                                                                                     \
     } while (0)
+
+/* The time (ms, CUDA events on `s`) of each of `runs` calls of f, which
+ * queues work on `s`, in call order. */
+template <class F>
+std::vector<float> event_times_ms(cudaStream_t s, int runs, F&& f) {
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    std::vector<float> t;
+    for (int r = 0; r < runs; ++r) {
+        CHECK(cudaEventRecord(a, s));
+        f();
+        CHECK(cudaEventRecord(b, s));
+        CHECK(cudaEventSynchronize(b));
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+    }
+    CHECK(cudaEventDestroy(a));
+    CHECK(cudaEventDestroy(b));
+    return t;
+}
 
 /* cudaMemGetInfo's free bytes once three reads `ms` apart agree (at most
  * `reads` reads), after a device synchronize before each. */

@@ -58,24 +58,18 @@ int main(int argc, char** argv) {
         }
         CHECK(cudaStreamSynchronize(s));
     }
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < 7; ++r) {
-        CHECK(cudaEventRecord(a, s));
+    void* roots;
+    CHECK(cudaMalloc(&roots, CUZK_NTT_ROOTS_BYTES));
+    if (cuzk_ntt_roots(0, roots, log_n, dlo, dhi, lo_bits, s).code != CUZK_OK) return 1;
+    std::vector<float> t = event_times_ms(s, 7, [&] {
         cuzk_status st = cuzk_ntt_dif(0, d, log_n, batch, dlo, dhi, lo_bits, pass_tw.data(),
-                                      (uint32_t)pass_tw.size(), s);
+                                      (uint32_t)pass_tw.size(), roots, s);
         if (st.code != CUZK_OK) {
             std::printf("cuzk_ntt_dif: %s\n", st.message);
-            return 1;
+            std::exit(1);
         }
-        CHECK(cudaEventRecord(b, s));
-        CHECK(cudaEventSynchronize(b));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        if (r >= 2) t.push_back(ms);
-    }
+    });
+    t.erase(t.begin(), t.begin() + 2); /* the first two are warm-up */
     /* Every variant computes the same function: after the same 7 transforms
      * of the same input, the checksums must agree. */
     CHECK(cudaMemcpy(h.data(), d, n * sizeof(Fr), cudaMemcpyDeviceToHost));

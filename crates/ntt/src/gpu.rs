@@ -27,6 +27,9 @@ struct PowerTables {
     /// w_B^(k + B/2) = -w_B^k), where it fits
     /// [`GpuNtt::with_full_twiddle_limit`].
     pass_tw: Vec<Option<DeviceBuffer<Fr>>>,
+    /// For a root's tables: the butterfly roots of every pass with their
+    /// Shoup constants (`cuzk_ntt_roots`, `CUZK_NTT_ROOTS_BYTES` = 20 KiB).
+    roots: Option<DeviceBuffer<Fr>>,
 }
 
 impl PowerTables {
@@ -53,7 +56,32 @@ impl PowerTables {
             lo_bits,
             n_inv: None,
             pass_tw: Vec::new(),
+            roots: None,
         })
+    }
+
+    /// Adds the butterfly roots table (`cuzk_ntt_roots`) of this root of
+    /// order 2^log_n. Queued on `stream`.
+    fn with_roots(mut self, mem: &Arc<DeviceMemory>, stream: &Stream, log_n: u32) -> Result<Self> {
+        let elems = (sys::CUZK_NTT_ROOTS_BYTES as usize).div_ceil(std::mem::size_of::<Fr>());
+        let mut r = mem.alloc::<Fr>(elems, Strategy::Sync, stream, None)?;
+        // SAFETY: `r` holds at least CUZK_NTT_ROOTS_BYTES bytes (aligned as
+        // Fr, 8 bytes; device allocations are 256-byte aligned); the
+        // two-level tables hold 2^lo_bits and 2^(log_n - lo_bits); all on
+        // this device.
+        check(unsafe {
+            sys::cuzk_ntt_roots(
+                mem.device(),
+                r.as_mut_ptr().cast(),
+                log_n,
+                self.lo.as_ptr().cast(),
+                self.hi.as_ptr().cast(),
+                self.lo_bits,
+                stream.as_raw(),
+            )
+        })?;
+        self.roots = Some(r);
+        Ok(self)
     }
 
     /// Adds the (half) twiddle table of every pass whose table takes at
@@ -264,6 +292,7 @@ impl GpuNtt {
             tables = tables.with_n_inv(&self.mem, &self.stream, log_n)?;
         }
         if matches!(key, TableKey::Root { .. }) {
+            tables = tables.with_roots(&self.mem, &self.stream, log_n)?;
             tables = tables.with_pass_tables(
                 &self.mem,
                 &self.stream,
@@ -355,9 +384,14 @@ impl GpuNtt {
             .iter()
             .map(|t| t.as_ref().map_or(std::ptr::null(), |t| t.as_ptr().cast()))
             .collect();
+        let roots = rt
+            .roots
+            .as_ref()
+            .map_or(std::ptr::null(), |r| r.as_ptr().cast());
         let dif = || {
             // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements,
-            // and per pass null or 2^(log_b[p] - 1) elements (with_pass_tables),
+            // per pass null or 2^(log_b[p] - 1) elements (with_pass_tables)
+            // and the roots table of this root (with_roots),
             // all held by the table cache, which outlives the kernels.
             check(unsafe {
                 sys::cuzk_ntt_dif(
@@ -370,6 +404,7 @@ impl GpuNtt {
                     rt.lo_bits,
                     pass_tw.as_ptr(),
                     pass_tw.len() as u32,
+                    roots,
                     s,
                 )
             })

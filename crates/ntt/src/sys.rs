@@ -13,6 +13,7 @@ pub const CUZK_ERR_OUT_OF_MEMORY: u32 = 5;
 pub const CUZK_ERR_INTERNAL: u32 = 6;
 pub const CUZK_STATUS_MESSAGE_BYTES: u32 = 256;
 pub const CUZK_NTT_MAX_PASS_BITS: u32 = 9;
+pub const CUZK_NTT_ROOTS_BYTES: u32 = 20480;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cuzk_status {
@@ -50,6 +51,18 @@ unsafe extern "C" {
         lo_bits: u32,
         pass_tw: *const *const ::core::ffi::c_void,
         pass_tw_count: u32,
+        roots: *const ::core::ffi::c_void,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_ntt_roots(
+        device: i32,
+        roots: *mut ::core::ffi::c_void,
+        log_n: u32,
+        tw_lo: *const ::core::ffi::c_void,
+        tw_hi: *const ::core::ffi::c_void,
+        lo_bits: u32,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }

@@ -27,6 +27,10 @@ extern "C" {
  * column into shared memory. */
 #define CUZK_NTT_MAX_PASS_BITS 9
 
+/* Bytes of the roots table of cuzk_ntt_roots (any log_n): the butterfly
+ * roots of every pass, 2^(CUZK_NTT_MAX_PASS_BITS - 1) entries of 80 bytes. */
+#define CUZK_NTT_ROOTS_BYTES 20480
+
 /* In-place decimation-in-frequency NTT (Gentleman-Sande), natural-order
  * input to bit-reversed output, of every vector of the batch, with root
  * w of order 2^log_n given by its two-level tables (tw_lo: 2^lo_bits
@@ -37,10 +41,22 @@ extern "C" {
  * p null, or the half table w_B^k = w^(k * 2^(log_n - log_b[p])) for
  * k < B/2, B = 2^log_b[p], made by cuzk_ntt_powers (the other half follows
  * from w_B^(k + B/2) = -w_B^k), which replaces pass p's two-level twiddle
- * products by loads (one Fr multiply an element less). log_n <= 32. */
+ * products by loads (one Fr multiply an element less). roots: the
+ * table cuzk_ntt_roots made from the same tw_lo/tw_hi and log_n (not
+ * null). log_n <= 32. */
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
-                         const void* const* pass_tw, uint32_t pass_tw_count, void* stream);
+                         const void* const* pass_tw, uint32_t pass_tw_count, const void* roots,
+                         void* stream);
+
+/* The butterfly roots of cuzk_ntt_dif for root w of order 2^log_n (given
+ * by its two-level tables): w_T^j = w^(j 2^(log_n - t)) for j < 2^(t-1),
+ * t = min(log_n, CUZK_NTT_MAX_PASS_BITS), each with its Shoup constant
+ * floor(w_T^j 2^288 / r). roots: CUZK_NTT_ROOTS_BYTES bytes of device
+ * memory (16-byte aligned). Make it once per root and keep it with the
+ * tables. */
+cuzk_status cuzk_ntt_roots(int32_t device, void* roots, uint32_t log_n, const void* tw_lo,
+                           const void* tw_hi, uint32_t lo_bits, void* stream);
 
 /* The pass plan of cuzk_ntt_dif for size 2^log_n (no GPU work): *passes
  * gets the number of passes, log_b[p] (p < capacity) pass p's sub-problem
