@@ -96,7 +96,7 @@ struct SharedTile {
 // shared memory, so that three 64 KiB tiles still fit an SM (3 x (64 + 20)
 // KiB would not): with them in shared memory Shoup ran at 2 blocks an SM
 // and gained nothing at 2^27 (BENCHMARKS.md, sessions 8 and 9).
-struct Root {
+struct alignas(16) Root {
 #ifdef CUZK_NTT_MONT_ROOTS
     Fr w;
 #else
@@ -106,6 +106,7 @@ struct Root {
 #endif
 };
 static_assert(sizeof(Root) << (kMaxPass - 1) <= CUZK_NTT_ROOTS_BYTES, "roots table size (ntt.h)");
+static_assert(sizeof(Root) % 16 == 0, "roots are read as uint4");
 
 // Root from w_T^j in Montgomery form.
 __device__ __forceinline__ void store_root(Root* dst, const Fr& w_mont) {
@@ -153,12 +154,13 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t x, uint32_t bits) {
     return bits == 0 ? 0 : (__brev(x) >> (32 - bits));
 }
 
-// Kernel variants (stages per register round, min blocks per SM), picked
-// by CUZK_NTT_VARIANT so that the bench can time them side by side in one
-// run: 0 = (1, 1) the default (radix-2 stages through shared memory),
-// 1 = (2, 2), 2 = (3, 2), 3 = (3, 1). On the H200 (BENCHMARKS.md) the
-// register radix-8 variants were slower: the pass is bound by Montgomery
-// multiplies, not by shared-memory traffic.
+// Kernel variants, picked by CUZK_NTT_VARIANT so that the bench can time
+// them side by side in one run: 0 the default, ntt_pass_r2 (radix-2 stages
+// through shared memory, registers capped by __maxnreg__); 1, 2, 3 =
+// ntt_pass<G, B> with (stages per register round G, min blocks per SM B)
+// = (2, 2), (3, 2), (3, 1). On the H200 (BENCHMARKS.md) the register
+// radix-4/8 variants were slower: fewer warps an SM cost more than the
+// shared-memory rounds they save.
 constexpr int kNumVariants = 4;
 
 int ntt_variant() {
@@ -458,6 +460,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         CUZK_NEED(log_n <= 32, "cuzk_ntt_dif: log_n = %u exceeds Fr's two-adicity (32)", log_n);
         CUZK_NEED(data && tw_lo && tw_hi, "cuzk_ntt_dif: null pointer");
         CUZK_NEED(roots, "cuzk_ntt_dif: null roots table (make it with cuzk_ntt_roots)");
+        CUZK_NEED(((uintptr_t)roots & 15) == 0, "cuzk_ntt_dif: roots table not 16-byte aligned");
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_dif: lo_bits %u > log_n %u", lo_bits, log_n);
         CUZK_NEED(pass_tw || pass_tw_count == 0, "cuzk_ntt_dif: null pass_tw with count %u",
                   pass_tw_count);
@@ -515,6 +518,7 @@ cuzk_status cuzk_ntt_roots(int32_t device, void* roots, uint32_t log_n, const vo
     return guard("cuzk_ntt_roots", [&]() -> cuzk_status {
         CUZK_NEED(log_n <= 32, "cuzk_ntt_roots: log_n = %u > 32", log_n);
         CUZK_NEED(roots && tw_lo && tw_hi, "cuzk_ntt_roots: null pointer");
+        CUZK_NEED(((uintptr_t)roots & 15) == 0, "cuzk_ntt_roots: roots table not 16-byte aligned");
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_roots: lo_bits %u > log_n %u", lo_bits, log_n);
         const uint32_t log_t = log_n < (uint32_t)kMaxPass ? log_n : (uint32_t)kMaxPass;
         if (log_t == 0) return ok();

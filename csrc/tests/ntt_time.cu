@@ -60,7 +60,13 @@ int main(int argc, char** argv) {
     }
     void* roots;
     CHECK(cudaMalloc(&roots, CUZK_NTT_ROOTS_BYTES));
-    if (cuzk_ntt_roots(0, roots, log_n, dlo, dhi, lo_bits, s).code != CUZK_OK) return 1;
+    {
+        const cuzk_status st = cuzk_ntt_roots(0, roots, log_n, dlo, dhi, lo_bits, s);
+        if (st.code != CUZK_OK) {
+            std::printf("cuzk_ntt_roots: %s\n", st.message);
+            return 1;
+        }
+    }
     std::vector<float> t = event_times_ms(s, 7, [&] {
         cuzk_status st = cuzk_ntt_dif(0, d, log_n, batch, dlo, dhi, lo_bits, pass_tw.data(),
                                       (uint32_t)pass_tw.size(), roots, s);

@@ -157,7 +157,8 @@ enum TableKey {
 /// twiddle tables of its passes up to [`GpuNtt::with_full_twiddle_limit`]
 /// (257 MiB at 2^24, 1 GiB + 2 MiB at 2^26, 2 GiB + 4 MiB at 2^27,
 /// 32 MiB at 2^28; see
-/// [`GpuNtt::full_twiddle_bytes`]). A table that found no room in the
+/// [`GpuNtt::full_twiddle_bytes`]) and the 20 KiB table of its butterfly
+/// roots (`cuzk_ntt_roots`). A table that found no room in the
 /// budget when first built stays on the two-level products for the
 /// engine's life. Share one per device;
 /// calls are serialized on its stream. Host-to-host transforms of 4 MiB or

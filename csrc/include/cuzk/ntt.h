@@ -51,10 +51,13 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
 
 /* The butterfly roots of cuzk_ntt_dif for root w of order 2^log_n (given
  * by its two-level tables): w_T^j = w^(j 2^(log_n - t)) for j < 2^(t-1),
- * t = min(log_n, CUZK_NTT_MAX_PASS_BITS), each with its Shoup constant
- * floor(w_T^j 2^288 / r). roots: CUZK_NTT_ROOTS_BYTES bytes of device
- * memory (16-byte aligned). Make it once per root and keep it with the
- * tables. */
+ * t = min(log_n, CUZK_NTT_MAX_PASS_BITS), each plain with its Shoup
+ * constant floor(w_T^j 2^288 / r) or one less (80 bytes an entry; a build
+ * with the developer switch CUZK_NTT_MONT_ROOTS stores w_T^j in Montgomery
+ * form alone, 32 bytes). roots: CUZK_NTT_ROOTS_BYTES bytes of device
+ * memory, 16-byte aligned (else an invalid-argument error). Queued on
+ * `stream`: a cuzk_ntt_dif on another stream must wait for it. Make it
+ * once per root and keep it with the tables. */
 cuzk_status cuzk_ntt_roots(int32_t device, void* roots, uint32_t log_n, const void* tw_lo,
                            const void* tw_hi, uint32_t lo_bits, void* stream);
 
