@@ -61,7 +61,6 @@ def run(x, w, wp):
             elif base in ('sub','subc'):
                 s = val(args[1]) - val(args[2]) - cin; env[d]=s&M; nc = 1 if s<0 else 0
             if setc: cf = nc
-            if 'borrow' in d: pass
     return sum(env[f'r[{k}]']<<(32*k) for k in range(8))
 mu=(1<<544)//P
 random.seed(int(sys.argv[1]) if len(sys.argv)>1 else 1)

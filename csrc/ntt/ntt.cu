@@ -386,6 +386,10 @@ __global__ void __launch_bounds__(kBrT * kBrT) bit_reverse_tiled_kernel(Fr* data
     }
 }
 
+// log2 of T, the order of the roots table's root: min(log_n, kMaxPass),
+// at least every pass's radix.
+uint32_t roots_log_t(uint32_t log_n) { return log_n < (uint32_t)kMaxPass ? log_n : (uint32_t)kMaxPass; }
+
 // roots[j] = w_T^j = w^(j 2^(log_n - log_t)) for j < 2^(log_t - 1).
 __global__ void roots_kernel(Root* roots, uint32_t log_n, uint32_t log_t, const Fr* lo, const Fr* hi,
                              uint32_t lo_bits) {
@@ -467,8 +471,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
-        using Kernel = void (*)(Fr*, uint32_t, uint32_t, uint32_t, uint32_t, const Fr*, const Fr*,
-                                uint32_t, const Fr*, const Root*, uint32_t, uint64_t);
+        using Kernel = decltype(&ntt_pass_r2);
         const Kernel kernels[kNumVariants] = {ntt_pass_r2, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
         const Kernel kernel = kernels[variant];
@@ -494,7 +497,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
-                full, (const Root*)roots, log_n < (uint32_t)kMaxPass ? log_n : (uint32_t)kMaxPass, tiles);
+                full, (const Root*)roots, roots_log_t(log_n), tiles);
             CUZK_CUDA_TRY(cudaGetLastError());
         }
         return ok();
@@ -520,7 +523,7 @@ cuzk_status cuzk_ntt_roots(int32_t device, void* roots, uint32_t log_n, const vo
         CUZK_NEED(roots && tw_lo && tw_hi, "cuzk_ntt_roots: null pointer");
         CUZK_NEED(((uintptr_t)roots & 15) == 0, "cuzk_ntt_roots: roots table not 16-byte aligned");
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_roots: lo_bits %u > log_n %u", lo_bits, log_n);
-        const uint32_t log_t = log_n < (uint32_t)kMaxPass ? log_n : (uint32_t)kMaxPass;
+        const uint32_t log_t = roots_log_t(log_n);
         if (log_t == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         roots_kernel<<<1, 256, 0, (cudaStream_t)stream>>>((Root*)roots, log_n, log_t, (const Fr*)tw_lo,

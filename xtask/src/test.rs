@@ -2,7 +2,8 @@
 //!
 //! Installs the CUDA toolkit if none is found, builds with the `cuda`
 //! feature (so the kernels are compiled by nvcc even on a machine without a
-//! GPU), runs `cargo test --workspace` (the bindings drift test included),
+//! GPU), runs `cargo test --workspace` (the bindings drift test and the
+//! check of the generated `csrc/ntt/fr_shoup.cuh` included),
 //! `cargo clippy --all-targets -D warnings` and `cargo fmt --check`.
 //! GPU tests skip with a printed reason where there is no GPU, and fail
 //! instead when `CUZK_REQUIRE_GPU=1`.
@@ -59,4 +60,30 @@ pub fn run_tests(args: Args) -> Result<()> {
     }
     println!("cargo xtask test: all steps passed");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::util::root;
+    use std::process::Command;
+
+    /// The default NTT butterflies multiply through the generated
+    /// `csrc/ntt/fr_shoup.cuh`: `check_shoup.py` fails when the header is
+    /// stale against `gen_shoup.py`, or when its PTX chains, interpreted on
+    /// the CPU, miss x * w mod r on edge and random cases.
+    #[test]
+    fn fr_shoup_header_is_fresh_and_correct() {
+        let script = root().join("csrc/ntt/check_shoup.py");
+        let out = Command::new("python3")
+            .arg(&script)
+            .output()
+            .expect("python3 is needed to check csrc/ntt/fr_shoup.cuh; install it");
+        assert!(
+            out.status.success(),
+            "{} failed:\n{}{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
