@@ -15,10 +15,11 @@ fresh = subprocess.run([sys.executable, os.path.join(HERE, 'gen_shoup.py')], cap
                        text=True, check=True).stdout
 if fresh.rstrip() != src.rstrip():
     sys.exit('fr_shoup.cuh is stale: run python3 csrc/ntt/gen_shoup.py > csrc/ntt/fr_shoup.cuh')
-body = src[src.index('void mul('):src.index('void precompute(')]
+body = src[src.index('void mul_lazy('):src.index('void precompute(')]  # mul_lazy, then mul
+body_lazy = src[src.index('void mul_lazy('):src.index('void mul(')]
 P=0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
 M=0xffffffff
-def run(x, w, wp):
+def run(x, w, wp, body=body):
     env = {}
     for k in range(8): env[f'x[{k}]']=(x>>(32*k))&M; env[f'w[{k}]']=(w>>(32*k))&M
     for k in range(9): env[f'wp[{k}]']=(wp>>(32*k))&M
@@ -77,5 +78,17 @@ for x,w in cases:
         if r != x*w % P:
             bad+=1
             if bad<5: print('BAD', hex(x), hex(w), hex(r), hex(x*w%P))
-print("cases", len(cases), "x 2-3 quotients, bad", bad)
+# mul_lazy: any x < 2^256 (values kept below 2r), t = x * w mod r or that plus r.
+lazy=[(x, w) for x in [P, P + 1, 2 * P - 1, 2 * P, (1 << 256) - 1] for w in edge]
+lazy += [(random.randrange(1 << 256), random.randrange(P)) for _ in range(1000)]
+for x,w in lazy:
+    for wp in {(w*mu)>>256, (w<<288)//P, max((w<<288)//P - 1, 0)}:
+        t = run(x, w, wp, body_lazy)
+        if t % P != x*w % P or t >= 2*P:
+            bad+=1
+            if bad<5: print('BAD lazy', hex(x), hex(w), hex(t))
+        if run(x, w, wp) != x*w % P:
+            bad+=1
+            if bad<5: print('BAD mul, x >= r', hex(x), hex(w))
+print("cases", len(cases) + len(lazy), "x 2-3 quotients, bad", bad)
 sys.exit(1 if bad else 0)

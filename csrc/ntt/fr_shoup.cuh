@@ -12,8 +12,9 @@
  *     w'  = floor(w * beta / r)  (or one less), 9 limbs, precomputed per w
  *     q   = floor(x * w' / beta), from the partial products at columns >= 8
  *           only (the dropped ones move q down by at most 1)
- *     t   = x * w - q * r  (mod 2^256), then t - r if t >= r.
- * For x < r: x*w/r - x*w'/beta < 2x/beta < 2^-32 and the dropped parts
+ *     t   = x * w - q * r  (mod 2^256), then t - r if t >= r (mul; mul_lazy
+ *           stops before this step: t < 2r).
+ * For any x < 2^256: x*w/r - x*w'/beta < 2x/beta < 2^-31 and the dropped parts
  * sum to below 24 * 2^256 < 2^-27 * beta, so q is floor(x*w/r) or one less
  * and t < 2r < 2^256 is exact mod 2^256. The result is x*w mod r for
  * any representation of x: with x in Montgomery form (x R) and w plain,
@@ -31,9 +32,11 @@ namespace shoup {
  * floor(w * 2^288 / r) or one less (see precompute). */
 __device__ constexpr uint32_t kMu[10] = {0x101613ceu, 0x0c0d6393u, 0x42737a02u, 0xbe4bad71u, 0x65043eb4u, 0x07e08ed3u, 0x38b5dcb7u, 0xfede377cu, 0x355094edu, 0x00000002u};
 
-/* x * w mod r for x < r, w < r (plain), wp = precompute(w). */
-__device__ __forceinline__ void mul(uint32_t (&r)[8], const uint32_t (&x)[8],
-                                    const uint32_t (&w)[8], const uint32_t (&wp)[9]) {
+/* t = x * w mod r or that plus r (t < 2r < 2^256), for any x < 2^256 and
+ * w < r (plain), wp = precompute(w): the product without its final
+ * conditional subtraction, for callers that keep values below 2r. */
+__device__ __forceinline__ void mul_lazy(uint32_t (&r)[8], const uint32_t (&x)[8],
+                                         const uint32_t (&w)[8], const uint32_t (&wp)[9]) {
     uint32_t A[17] = {0}, B[17] = {0};
     asm(
         "mad.hi.cc.u32 %0, %3, %2, %0;\n\t"
@@ -414,6 +417,14 @@ __device__ __forceinline__ void mul(uint32_t (&r)[8], const uint32_t (&x)[8],
         "subc.u32 %7, %7, %15;"
         : "+&r"(E[0]), "+&r"(E[1]), "+&r"(E[2]), "+&r"(E[3]), "+&r"(E[4]), "+&r"(E[5]), "+&r"(E[6]), "+&r"(E[7])
         : "r"(F[0]), "r"(F[1]), "r"(F[2]), "r"(F[3]), "r"(F[4]), "r"(F[5]), "r"(F[6]), "r"(F[7]));
+    for (int k = 0; k < 8; ++k) r[k] = E[k];
+}
+
+/* x * w mod r (t < r) for x < 2^256, w < r (plain), wp = precompute(w). */
+__device__ __forceinline__ void mul(uint32_t (&r)[8], const uint32_t (&x)[8],
+                                    const uint32_t (&w)[8], const uint32_t (&wp)[9]) {
+    uint32_t E[8];
+    mul_lazy(E, x, w, wp);
     uint32_t s[8];
     for (int k = 0; k < 8; ++k) s[k] = E[k];
     uint32_t borrow;

@@ -16,8 +16,9 @@ with beta = 2^288 and W = 2^32:
     w'  = floor(w * beta / r)  (or one less), 9 limbs, precomputed per w
     q   = floor(x * w' / beta), from the partial products at columns >= 8
           only (the dropped ones move q down by at most 1)
-    t   = x * w - q * r  (mod 2^256), then t - r if t >= r.
-For x < r: x*w/r - x*w'/beta < 2x/beta < 2^-32 and the dropped parts
+    t   = x * w - q * r  (mod 2^256), then t - r if t >= r (mul; mul_lazy
+          stops before this step: t < 2r).
+For any x < 2^256: x*w/r - x*w'/beta < 2x/beta < 2^-31 and the dropped parts
 sum to below 24 * 2^256 < 2^-27 * beta, so q is floor(x*w/r) or one less
 and t < 2r < 2^256 is exact mod 2^256. The result is x*w mod r for
 any representation of x: with x in Montgomery form (x R) and w plain,
@@ -153,9 +154,11 @@ def main():
     out.append(" * floor(w * 2^288 / r) or one less (see precompute). */")
     out.append(f"__device__ constexpr uint32_t kMu[10] = {{{mu}}};")
     out.append("")
-    out.append("/* x * w mod r for x < r, w < r (plain), wp = precompute(w). */")
-    out.append("__device__ __forceinline__ void mul(uint32_t (&r)[8], const uint32_t (&x)[8],")
-    out.append("                                    const uint32_t (&w)[8], const uint32_t (&wp)[9]) {")
+    out.append("/* t = x * w mod r or that plus r (t < 2r < 2^256), for any x < 2^256 and")
+    out.append(" * w < r (plain), wp = precompute(w): the product without its final")
+    out.append(" * conditional subtraction, for callers that keep values below 2r. */")
+    out.append("__device__ __forceinline__ void mul_lazy(uint32_t (&r)[8], const uint32_t (&x)[8],")
+    out.append("                                         const uint32_t (&w)[8], const uint32_t (&wp)[9]) {")
     body = []
     # (A) q = columns 9..16 of x * wp, from the partial products at columns
     # >= 8 (of the pairs at column 7 only the high halves, IMAD.HI).
@@ -201,6 +204,14 @@ def main():
         c.emit(lines)
     for c in chains_d:
         c.emit(lines)
+    lines.append("    for (int k = 0; k < 8; ++k) r[k] = E[k];")
+    out += lines
+    out.append("}")
+    out.append("")
+    out.append("/* x * w mod r (t < r) for x < 2^256, w < r (plain), wp = precompute(w). */")
+    out.append("__device__ __forceinline__ void mul(uint32_t (&r)[8], const uint32_t (&x)[8],")
+    out.append("                                    const uint32_t (&w)[8], const uint32_t (&wp)[9]) {")
+    lines = ["    uint32_t E[8];", "    mul_lazy(E, x, w, wp);"]
     lines.append("    uint32_t s[8];")
     lines.append("    for (int k = 0; k < 8; ++k) s[k] = E[k];")
     lines.append("    uint32_t borrow;")

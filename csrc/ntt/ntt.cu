@@ -22,6 +22,9 @@
 #include "cuzk/ntt.h"
 #ifndef CUZK_NTT_MONT_ROOTS
 #include "fr_shoup.cuh"
+#ifndef CUZK_NTT_NO_LAZY /* developer switch: canonical values inside a pass */
+#define CUZK_NTT_LAZY 1  // values below 2r inside a pass (add_lazy)
+#endif
 #endif
 
 using cuzk::Fr;
@@ -77,6 +80,21 @@ struct SharedTile {
         return r;
 #endif
     }
+    // Asynchronous copy of element i from global memory (cp.async, sm_80+:
+    // no registers, every copy of the thread in flight at once); complete
+    // after cp_async_wait() and a block barrier.
+    __device__ __forceinline__ void cp_async(uint32_t i, const Fr* src) const {
+#ifdef CUZK_NTT_SMEM_INTERLEAVED
+        const uint32_t d0 = (uint32_t)__cvta_generic_to_shared(lo + 2 * i), d1 = d0 + 16;
+#else
+        const uint32_t d0 = (uint32_t)__cvta_generic_to_shared(lo + i),
+                       d1 = (uint32_t)__cvta_generic_to_shared(lo + tile + i);
+#endif
+        const uint4* s = reinterpret_cast<const uint4*>(src);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d0), "l"(s) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d1), "l"(s + 1) : "memory");
+    }
+    static __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
     __device__ __forceinline__ void st(uint32_t i, const Fr& v) const {
 #ifdef CUZK_NTT_SMEM_INTERLEAVED
         store_fr(reinterpret_cast<Fr*>(lo) + i, v);
@@ -140,8 +158,98 @@ __device__ __forceinline__ Fr mul_root(const Fr& d, const Root* root) {
     const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
     const uint32_t wp[9] = {c.x, c.y, c.z, c.w, e.x, e.y, e.z, e.w, f.x};
     Fr r;
+#ifdef CUZK_NTT_LAZY
+    cuzk::shoup::mul_lazy(r.l, d.l, w, wp);  // below 2r
+#else
     cuzk::shoup::mul(r.l, d.l, w, wp);
+#endif
     return r;
+#endif
+}
+
+#ifdef CUZK_NTT_LAZY
+// Lazy butterflies (default with Shoup roots): inside a pass values are kept
+// below 2r instead of r (2r < 2^256 < 4r), so that the Shoup product, which
+// takes any x < 2^256 and leaves t < 2r, needs no final conditional
+// subtraction (shoup::mul_lazy); the pass reduces each element once before
+// its twiddle and store. The sum a + b of two values below 2r can carry out
+// of 256 bits: it is reduced by 2r with that carry taken into account.
+__device__ constexpr uint32_t kTwoR[8] = {0x00000002u, 0xfffffffeu, 0xfffcb7fdu, 0xa77b4805u,
+                                          0x1343b00au, 0x6673b010u, 0x533afa90u, 0xe7db4ea6u};
+
+// a + b, reduced below 2r, for a, b < 2r.
+__device__ __forceinline__ Fr add_lazy(const Fr& a, const Fr& b) {
+    uint32_t s[8], c, m;
+    asm("add.cc.u32 %0, %9, %17;\n\t"
+        "addc.cc.u32 %1, %10, %18;\n\t"
+        "addc.cc.u32 %2, %11, %19;\n\t"
+        "addc.cc.u32 %3, %12, %20;\n\t"
+        "addc.cc.u32 %4, %13, %21;\n\t"
+        "addc.cc.u32 %5, %14, %22;\n\t"
+        "addc.cc.u32 %6, %15, %23;\n\t"
+        "addc.cc.u32 %7, %16, %24;\n\t"
+        "addc.u32 %8, 0, 0;"
+        : "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]), "=r"(s[6]), "=r"(s[7]),
+          "=r"(c)
+        : "r"(a.l[0]), "r"(a.l[1]), "r"(a.l[2]), "r"(a.l[3]), "r"(a.l[4]), "r"(a.l[5]), "r"(a.l[6]),
+          "r"(a.l[7]), "r"(b.l[0]), "r"(b.l[1]), "r"(b.l[2]), "r"(b.l[3]), "r"(b.l[4]), "r"(b.l[5]),
+          "r"(b.l[6]), "r"(b.l[7]));
+    uint32_t t[8];
+    // t = s - 2r; m = carry - borrow: 0 (keep t) or all ones (s < 2r: keep s).
+    asm("sub.cc.u32 %0, %9, %17;\n\t"
+        "subc.cc.u32 %1, %10, %18;\n\t"
+        "subc.cc.u32 %2, %11, %19;\n\t"
+        "subc.cc.u32 %3, %12, %20;\n\t"
+        "subc.cc.u32 %4, %13, %21;\n\t"
+        "subc.cc.u32 %5, %14, %22;\n\t"
+        "subc.cc.u32 %6, %15, %23;\n\t"
+        "subc.cc.u32 %7, %16, %24;\n\t"
+        "subc.u32 %8, %25, 0;"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]),
+          "=r"(m)
+        : "r"(s[0]), "r"(s[1]), "r"(s[2]), "r"(s[3]), "r"(s[4]), "r"(s[5]), "r"(s[6]), "r"(s[7]),
+          "n"(kTwoR[0]), "n"(kTwoR[1]), "n"(kTwoR[2]), "n"(kTwoR[3]), "n"(kTwoR[4]), "n"(kTwoR[5]),
+          "n"(kTwoR[6]), "n"(kTwoR[7]), "r"(c));
+    Fr r;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r.l[i] = (s[i] & m) | (t[i] & ~m);
+    return r;
+}
+
+// a - b, plus 2r when it borrowed: below 2r for a, b < 2r.
+__device__ __forceinline__ Fr sub_lazy(const Fr& a, const Fr& b) {
+    Fr r = a;
+    const uint32_t borrow = cuzk::detail::sub_n<8>(r.l, b.l);
+    uint32_t m[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) m[i] = kTwoR[i] & borrow;
+    cuzk::detail::add_n<8>(r.l, m);
+    return r;
+}
+#endif
+
+// The butterfly's sum and difference, and the reduction of a pass's output:
+// below 2r with lazy butterflies (then to_canonical reduces once), else
+// canonical.
+__device__ __forceinline__ Fr bf_add(const Fr& a, const Fr& b) {
+#ifdef CUZK_NTT_LAZY
+    return add_lazy(a, b);
+#else
+    return a + b;
+#endif
+}
+__device__ __forceinline__ Fr bf_sub(const Fr& a, const Fr& b) {
+#ifdef CUZK_NTT_LAZY
+    return sub_lazy(a, b);
+#else
+    return a - b;
+#endif
+}
+__device__ __forceinline__ Fr to_canonical(const Fr& v) {
+#ifdef CUZK_NTT_LAZY
+    return Fr::reduce_once(v);  // below 2r -> below r
+#else
+    return v;
 #endif
 }
 
@@ -215,8 +323,8 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Root* __res
                 if (e & half) continue;
                 const uint32_t jm = jj + ((uint32_t)(e & (half - 1)) << log_H);
                 const Fr a = x[e], b = x[e + half];
-                x[e] = a + b;
-                const Fr d = a - b;
+                x[e] = bf_add(a, b);
+                const Fr d = bf_sub(a, b);
                 x[e + half] = jm == 0 ? d : mul_root(d, &roots[jm << (s + t + rs)]);
             }
         }
@@ -262,34 +370,24 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
             sh.st(i, v);
 #else
             const uint32_t k = i & (W - 1), t = i >> log_w;
+#ifdef CUZK_NTT_NO_CP_ASYNC /* developer switch: loads through registers */
             sh.st(i, load_fr(data + base + k + (t << log_c)));
-#endif
-        }
-        __syncthreads();
-        // log_r radix-2 DIF stages on every column, up to three at a time in
-        // registers (radix-8 units): one shared-memory round trip and one
-        // barrier per three stages.
-#ifdef CUZK_NTT_DEV_NO_COMPUTE /* developer switch: memory alone (wrong results) */
-        for (uint32_t st = log_r; st < log_r;) {
 #else
-        for (uint32_t st = 0; st < log_r;) {
+            sh.cp_async(i, data + base + k + (t << log_c));
 #endif
-            const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
-            if (g == 3) dif_group<3>(sh, roots, rs, log_r, log_w, st, tile);
-            else if (g == 2) dif_group<2>(sh, roots, rs, log_r, log_w, st, tile);
-            else dif_group<1>(sh, roots, rs, log_r, log_w, st, tile);
-            __syncthreads();
-            st += g;
+#endif
         }
-        // Twiddle w_B^(u c) = w_N^(u c N/B) and store. Position p holds u = bitrev(p).
+        SharedTile::cp_async_wait();
+        __syncthreads();
+        // Twiddle w_B^(u c) = w_N^(u c N/B) and store, for the element at
+        // row p (holding u = bitrev(p)) of column k of the tile.
 #ifdef CUZK_NTT_DEV_NO_COMPUTE
         const bool twiddle = false;
 #else
         const bool twiddle = log_c > 0;
 #endif
-        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
-            const uint32_t k = i & (W - 1), p = i >> log_w;
-            Fr v = sh.ld(i);
+        auto finish = [&](Fr v, uint32_t k, uint32_t p) {
+            v = to_canonical(v);
             if (twiddle) {
                 const uint64_t c = (group << log_w) + k;
                 const uint64_t e = (uint64_t)bitrev(p, log_r) * c;  // < B
@@ -308,7 +406,23 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
             if (v.l[0] == 0xdeadbeefu && v.l[1] == 0x12345678u)
 #endif
             store_fr(data + base + k + ((uint64_t)p << log_c), v);
+        };
+        // log_r radix-2 DIF stages on every column, up to three at a time in
+        // registers (radix-8 units): one shared-memory round trip and one
+        // barrier per three stages.
+#ifdef CUZK_NTT_DEV_NO_COMPUTE /* developer switch: memory alone (wrong results) */
+        for (uint32_t st = log_r; st < log_r;) {
+#else
+        for (uint32_t st = 0; st < log_r;) {
+#endif
+            const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
+            if (g == 3) dif_group<3>(sh, roots, rs, log_r, log_w, st, tile);
+            else if (g == 2) dif_group<2>(sh, roots, rs, log_r, log_w, st, tile);
+            else dif_group<1>(sh, roots, rs, log_r, log_w, st, tile);
+            __syncthreads();
+            st += g;
         }
+        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) finish(sh.ld(i), i & (W - 1), i >> log_w);
     }
 }
 
@@ -321,11 +435,13 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 // The default variant: radix-2 stages with a register cap, so that three
 // blocks of 256 threads fit an SM's 64 Ki registers (uncapped, ptxas takes
 // 84, and 3 x 8 warps x 84 x 32 rounded up to 256 a warp is over 64 Ki).
-// ptxas stays below the cap: 72 -> 64 registers, 80 -> 68, 88 -> 70,
-// 96 -> 80. On the H200 (nvcc 13.0, BENCHMARKS.md session 9) 72 was the
-// fastest: 2^27 36.96 ms against 37.73 (80), 37.53 (88), 37.86 (96).
+// On the H200 (nvcc 13.0, BENCHMARKS.md sessions 9 and 10) fewer registers
+// were faster as long as nothing spills: session 9's kernel took 64 under a
+// cap of 72 (2^27 36.96 ms against 37.5-37.9 at 68-80); the lazy butterflies
+// take 70 under 72 and run faster capped at 64 (2^27 36.0 against 36.5 ms,
+// with no spills).
 #ifndef CUZK_NTT_MAXNREG /* developer switch */
-#define CUZK_NTT_MAXNREG 72
+#define CUZK_NTT_MAXNREG 64
 #endif
 __global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) { ntt_pass_body<1>(CUZK_NTT_PASS_ARGS); }
 
@@ -479,8 +595,10 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
         CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem_max));
+#ifdef CUZK_NTT_GRID_PER_SM
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+#endif
         uint32_t plan_b[8], plan_r[8];
         const uint32_t passes = plan_passes(log_n, plan_b, plan_r);
         for (uint32_t p = 0; p < passes; ++p) {
@@ -492,7 +610,17 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint32_t tile = 1u << (log_r + log_w);
             const uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
             const size_t smem = sizeof(Fr) << (log_r + log_w);
-            const uint64_t cap = (uint64_t)sms * 8;
+            // One block per tile, not a grid-stride loop over a few blocks an SM:
+            // blocks then start and end at scattered times, so that one block's
+            // loads and stores overlap the others' butterflies (at 8 blocks an SM,
+            // 2^27 took 36.5 ms; at one block per tile 33.8 ms; at exactly the
+            // resident blocks, which run in lockstep, 38.0; BENCHMARKS.md
+            // session 10). The loop in the kernel remains for grids over 2^31.
+#ifdef CUZK_NTT_GRID_PER_SM /* developer switch: cap the grid at this many blocks an SM */
+            const uint64_t cap = (uint64_t)sms * CUZK_NTT_GRID_PER_SM;
+#else
+            const uint64_t cap = 0x7fffffffull;
+#endif
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
