@@ -38,6 +38,9 @@ fn build_executables(
         "--message-format=json-render-diagnostics",
     ])
     .env("NVCC", nvcc)
+    // sppark's build script (the bench's peer) links a probe with nvcc,
+    // which needs the toolkit's libcudart on the linker's search path.
+    .env("LIBRARY_PATH", library_path(nvcc))
     .stdout(Stdio::piped());
     if let Some(a) = archs {
         cmd.env("CUZK_CUDA_ARCHS", a);
