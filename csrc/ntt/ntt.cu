@@ -604,10 +604,8 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
         CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem_max));
-#ifdef CUZK_NTT_GRID_PER_SM
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-#endif
         uint32_t plan_b[8], plan_r[8];
         const uint32_t passes = plan_passes(log_n, plan_b, plan_r);
         for (uint32_t p = 0; p < passes; ++p) {
@@ -615,6 +613,10 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint32_t log_c = log_b - log_r;
             uint32_t log_w = kTileLog > log_r ? kTileLog - log_r : 0;
             if (log_w > log_c) log_w = log_c;
+            // Small transforms: narrower tiles until every SM has two
+            // (2^16 has 32 tiles of 2^11 elements for 132 SMs; with one
+            // column a tile, 256).
+            while (log_w > 0 && (batch << (log_n - log_r - log_w)) < 2 * (uint64_t)sms) --log_w;
             const uint64_t tiles = batch << (log_n - log_r - log_w);
             const uint32_t tile = 1u << (log_r + log_w);
             const uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
