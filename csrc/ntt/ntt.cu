@@ -177,8 +177,12 @@ __device__ __forceinline__ Fr mul_root(const Fr& d, const Root* root) {
 // subtraction (shoup::mul_lazy); the pass reduces each element once before
 // its twiddle and store. The sum a + b of two values below 2r can carry out
 // of 256 bits: it is reduced by 2r with that carry taken into account.
-__device__ constexpr uint32_t kTwoR[8] = {0x00000002u, 0xfffffffeu, 0xfffcb7fdu, 0xa77b4805u,
-                                          0x1343b00au, 0x6673b010u, 0x533afa90u, 0xe7db4ea6u};
+// Limb i of 2r (r < 2^255: 2r fits 8 limbs), from FrParams' modulus.
+constexpr uint32_t two_r(int i) {
+    return (cuzk::FrParams::modulus(i) << 1) | (i > 0 ? cuzk::FrParams::modulus(i - 1) >> 31 : 0u);
+}
+__device__ constexpr uint32_t kTwoR[8] = {two_r(0), two_r(1), two_r(2), two_r(3),
+                                          two_r(4), two_r(5), two_r(6), two_r(7)};
 
 // a + b, reduced below 2r, for a, b < 2r.
 __device__ __forceinline__ Fr add_lazy(const Fr& a, const Fr& b) {
