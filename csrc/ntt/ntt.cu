@@ -69,26 +69,10 @@ __device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
 // 128 h bytes apart, in one 8-lane phase (2-way). Shared memory is not the
 // bound (2% of the stall samples); an XOR swizzle of the row would remove
 // it (docs/ntt-next.md).
-//
-// Swizzled tiles (kSwizzle, the NTT passes): element i sits at
-// i ^ (f(i >> 3) & 7), f(g) = g ^ (g >> 3) ^ (g >> 6), a permutation within
-// each aligned group of 8 elements. Loads and stores that run along a row
-// (consecutive i) still see 8 distinct banks a quarter-warp; the
-// warp-local stages, whose lanes run down one column (i W apart), see at
-// most 2-way conflicts for every tile shape, none for the 512 x 4 and
-// 256 x 8 tiles of the large transforms (checked by enumerating every
-// access of every stage: without the swizzle those were 8-way).
-template <bool kSwizzle>
-struct SharedTileT {
+struct SharedTile {
     uint4* lo;
     uint32_t tile;
-    static __device__ __forceinline__ uint32_t phys(uint32_t i) {
-        if (!kSwizzle) return i;
-        const uint32_t g = i >> 3;
-        return i ^ ((g ^ (g >> 3) ^ (g >> 6)) & 7u);
-    }
     __device__ __forceinline__ Fr ld(uint32_t i) const {
-        i = phys(i);
 #ifdef CUZK_NTT_SMEM_INTERLEAVED
         return load_fr(reinterpret_cast<const Fr*>(lo) + i);
 #else
@@ -103,7 +87,6 @@ struct SharedTileT {
     // no registers, every copy of the thread in flight at once); complete
     // after cp_async_wait() and a block barrier.
     __device__ __forceinline__ void cp_async(uint32_t i, const Fr* src) const {
-        i = phys(i);
 #ifdef CUZK_NTT_SMEM_INTERLEAVED
         const uint32_t d0 = (uint32_t)__cvta_generic_to_shared(lo + 2 * i), d1 = d0 + 16;
 #else
@@ -116,7 +99,6 @@ struct SharedTileT {
     }
     static __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
     __device__ __forceinline__ void st(uint32_t i, const Fr& v) const {
-        i = phys(i);
 #ifdef CUZK_NTT_SMEM_INTERLEAVED
         store_fr(reinterpret_cast<Fr*>(lo) + i, v);
 #else
@@ -125,7 +107,6 @@ struct SharedTileT {
 #endif
     }
 };
-using SharedTile = SharedTileT<false>;
 
 // A butterfly root w_T^j of the roots table (cuzk_ntt_roots; global
 // memory, read through the read-only cache). Default: Shoup's product by a
@@ -308,8 +289,8 @@ int ntt_variant() {
 // is h = 2^(log_r - 1 - s); a unit is the 2^G elements base + e*H,
 // H = h / 2^(G-1), of one 2h-block. Twiddles w_R^j = w_T^(j 2^rs) come
 // from `roots` (w_T^j, T = 2^(log_r + rs)).
-template <int G, class Tile>
-__device__ __forceinline__ void dif_group(const Tile sh, const Root* __restrict__ roots, uint32_t rs,
+template <int G>
+__device__ __forceinline__ void dif_group(const SharedTile sh, const Root* __restrict__ roots, uint32_t rs,
                                           uint32_t log_r, uint32_t log_w, uint32_t s, uint32_t tile) {
     const uint32_t log_h = log_r - 1 - s;
     const uint32_t log_H = log_h - (G - 1);
@@ -365,53 +346,6 @@ __device__ __forceinline__ void dif_group(const Tile sh, const Root* __restrict_
     }
 }
 
-// The stages of a pass whose 2h-blocks lie inside one warp's share of the
-// tile, run by that warp alone: __syncwarp between them instead of a block
-// barrier (sessions 8 to 11: the barriers were 9% of the stall samples, and
-// they keep a block's 8 warps in lockstep, so that their loads, adds and
-// products coincide instead of overlapping). Each warp owns E = tile /
-// warps elements (256 in full tiles): Rw = min(R, E) consecutive rows
-// (row0 ..) of Wc = E / Rw columns (c0 ..). Stages from half-size h = Rw/2
-// down to 1 (log_h < log_rw) stay inside it. A warp's iteration is 32
-// butterflies: offset-major (one offset jj a warp-iteration, so that the
-// twiddle-free jj = 0 fill whole iterations and skip the multiply) when
-// E/(2h) >= 32, else block-major (jj fastest: consecutive rows).
-template <class Tile>
-__device__ __forceinline__ void dif_warp_stages(const Tile sh, const Root* __restrict__ roots, uint32_t rs,
-                                                uint32_t log_r, uint32_t log_w, uint32_t st, uint32_t log_e,
-                                                uint32_t log_rw, uint32_t row0, uint32_t c0) {
-    const uint32_t lane = threadIdx.x & 31;
-    constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
-#pragma unroll 1
-    for (; st < log_r; ++st) {
-        const uint32_t log_h = log_r - 1 - st;
-        const uint32_t h = 1u << log_h;
-        const uint32_t log_nblk = log_rw - 1 - log_h;  // 2h-blocks a column of the warp's share
-        const uint32_t log_per = log_e - 1 - log_h;     // butterflies of one offset jj
-        const bool offset_major = log_h > 0 && log_per >= 5;
-#pragma unroll kUnrollU
-        for (uint32_t it = 0; it < (1u << (log_e - 6)); ++it) {
-            const uint32_t b = (it << 5) | lane;
-            uint32_t jj, rest;
-            if (offset_major) {
-                jj = b >> log_per;
-                rest = b & ((1u << log_per) - 1);
-            } else {
-                jj = b & (h - 1);
-                rest = b >> log_h;
-            }
-            const uint32_t blk = rest & ((1u << log_nblk) - 1), c = rest >> log_nblk;
-            const uint32_t ra = row0 + (blk << (log_h + 1)) + jj, k = c0 + c;
-            const uint32_t ia = (ra << log_w) | k, ib = ((ra + h) << log_w) | k;
-            const Fr x = sh.ld(ia), y = sh.ld(ib);
-            sh.st(ia, bf_add(x, y));
-            const Fr d = bf_sub(x, y);
-            sh.st(ib, jj == 0 ? d : mul_root(d, &roots[jj << (st + rs)]));
-        }
-        __syncwarp();
-    }
-}
-
 // One four-step pass over every vector of the batch.
 //   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
 //   tw_full: null, or the half table w_B^k for k < B/2 (w_B^(k + B/2) =
@@ -421,15 +355,14 @@ __device__ __forceinline__ void dif_warp_stages(const Tile sh, const Root* __res
 //   log_w: columns per tile (tile = R x W elements);
 //   roots: w_T^j for j < T/2, T = 2^log_t >= R (cuzk_ntt_roots).
 // Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
-template <int MAXG, bool kWarpStages = false, bool kSwizzle = false>
+template <int MAXG>
 __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r,
                                               uint32_t log_w, const Fr* __restrict__ tw_lo,
                                               const Fr* __restrict__ tw_hi, uint32_t lo_bits,
                                               const Fr* __restrict__ tw_full, const Root* __restrict__ roots,
                                               uint32_t log_t, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
-    using Tile = SharedTileT<kSwizzle>;
-    const Tile sh{smem_raw, 1u << (log_r + log_w)};
+    const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
     const uint32_t rs = log_t - log_r;  // w_R^j = w_T^(j 2^rs)
 
     const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
@@ -457,7 +390,7 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #endif
 #endif
         }
-        Tile::cp_async_wait();
+        SharedTile::cp_async_wait();
         __syncthreads();
         // Twiddle w_B^(u c) = w_N^(u c N/B) and store, for the element at
         // row p (holding u = bitrev(p)) of column k of the tile.
@@ -490,46 +423,18 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
         // log_r radix-2 DIF stages on every column, up to three at a time in
         // registers (radix-8 units): one shared-memory round trip and one
         // barrier per three stages.
-        // Stages with 2h-blocks larger than a warp's share run block-wide
-        // (dif_group, one barrier each), the rest warp-local (dif_warp_stages).
-        // Warp shares: the block has min(256, tile/2) threads, so a warp has
-        // E = 2^log_e elements: rows row0 .. row0 + Rw of columns c0 .. c0 + Wc.
-        const uint32_t log_tile = log_r + log_w;
-        const uint32_t log_e = log_tile - (26 - __clz(blockDim.x));  // blockDim.x: a power of 2
-        const uint32_t log_rw = log_r < log_e ? log_r : log_e;
-        const bool warp_stages = kWarpStages && blockDim.x >= 32;
-        uint32_t st_block_end = warp_stages ? log_r - log_rw : log_r;
 #ifdef CUZK_NTT_DEV_NO_COMPUTE /* developer switch: memory alone (wrong results) */
-        st_block_end = 0;
         for (uint32_t st = log_r; st < log_r;) {
 #else
-        for (uint32_t st = 0; st < st_block_end;) {
+        for (uint32_t st = 0; st < log_r;) {
 #endif
-            const uint32_t g = st_block_end - st >= (uint32_t)MAXG ? (uint32_t)MAXG : st_block_end - st;
+            const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
             if (g == 3) dif_group<3>(sh, roots, rs, log_r, log_w, st, tile);
             else if (g == 2) dif_group<2>(sh, roots, rs, log_r, log_w, st, tile);
             else dif_group<1>(sh, roots, rs, log_r, log_w, st, tile);
             __syncthreads();
             st += g;
         }
-#ifndef CUZK_NTT_DEV_NO_COMPUTE
-        if (warp_stages) {
-            const uint32_t warp = threadIdx.x >> 5, log_wpc = log_r - log_rw;
-            const uint32_t row0 = (warp & ((1u << log_wpc) - 1)) << log_rw;
-            const uint32_t c0 = (warp >> log_wpc) << (log_e - log_rw);
-            dif_warp_stages(sh, roots, rs, log_r, log_w, st_block_end, log_e, log_rw, row0, c0);
-#ifdef CUZK_NTT_WARP_FINISH /* experiment: each warp stores its own share, no barrier */
-            const uint32_t log_wc = log_e - log_rw, lane = threadIdx.x & 31;
-            for (uint32_t j = lane; j < (1u << log_e); j += 32) {
-                const uint32_t k = c0 + (j & ((1u << log_wc) - 1)), p = row0 + (j >> log_wc);
-                finish(sh.ld((p << log_w) | k), k, p);
-            }
-            continue;
-#else
-            __syncthreads();
-#endif
-        }
-#endif
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) finish(sh.ld(i), i & (W - 1), i >> log_w);
     }
 }
@@ -551,10 +456,7 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #ifndef CUZK_NTT_MAXNREG /* developer switch */
 #define CUZK_NTT_MAXNREG 64
 #endif
-template <bool kWarpStages, bool kSwizzle>
-__global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) {
-    ntt_pass_body<1, kWarpStages, kSwizzle>(CUZK_NTT_PASS_ARGS);
-}
+__global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) { ntt_pass_body<1>(CUZK_NTT_PASS_ARGS); }
 
 // The register radix-4/8 variants (CUZK_NTT_VARIANT 1..3).
 template <int MAXG, int MINB>
@@ -698,19 +600,13 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
-        using Kernel = decltype(&ntt_pass_r2<false, false>);
-        const Kernel kernels[kNumVariants] = {ntt_pass_r2<false, false>, ntt_pass<2, 2>, ntt_pass<3, 2>,
+        using Kernel = decltype(&ntt_pass_r2);
+        const Kernel kernels[kNumVariants] = {ntt_pass_r2, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
         const Kernel kernel = kernels[variant];
         const size_t smem_max = sizeof(Fr) << kTileLog;
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
         CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem_max));
-#ifndef CUZK_NTT_WARP_MODE /* experiment: 0 block-wide stages, 1 warp-local on one-column tiles, 2 warp-local everywhere */
-#define CUZK_NTT_WARP_MODE 0
-#endif
-        const Kernel warp_kernel = CUZK_NTT_WARP_MODE == 2 ? ntt_pass_r2<true, true> : ntt_pass_r2<true, false>;
-        CUZK_CUDA_TRY(cudaFuncSetAttribute(warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem_max));
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -728,10 +624,14 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint64_t tiles = batch << (log_n - log_r - log_w);
             const uint32_t tile = 1u << (log_r + log_w);
             uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
-#ifdef CUZK_NTT_ONE_COLUMN_EPT /* experiment: log2 elements a thread for one-column tiles of large transforms */
-            if (log_w == 0 && tiles >= 64ull * (uint64_t)sms && (tile >> CUZK_NTT_ONE_COLUMN_EPT) >= 32)
-                threads = tile >> CUZK_NTT_ONE_COLUMN_EPT;
-#endif
+            // One-column tiles of large transforms (the last pass, 2^8 or 2^9
+            // rows): two butterflies a thread a stage instead of one, in
+            // blocks of 64 or 128 threads. The unrolled stage loop then shares
+            // its address arithmetic and a barrier holds 2 or 4 warps instead
+            // of 4 or 8 (session 12, H200: 2^27 33.56 -> 32.45 ms, 2^26 15.97
+            // -> 15.75, 2^24 3.76 -> 3.70; four a thread was slower). Small
+            // transforms keep every thread they can get: they have few tiles.
+            if (log_w == 0 && tiles >= 64ull * (uint64_t)sms && tile / 4 >= 32) threads = tile / 4;
             const size_t smem = sizeof(Fr) << (log_r + log_w);
             // One block per tile, not a grid-stride loop over a few blocks an SM:
             // blocks then start and end at scattered times, so that one block's
@@ -746,8 +646,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
 #endif
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
-            const bool warp = variant == 0 && (CUZK_NTT_WARP_MODE == 2 || (CUZK_NTT_WARP_MODE == 1 && log_w == 0));
-            (warp ? warp_kernel : kernel)<<<blocks, threads, smem, (cudaStream_t)stream>>>(
+            kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
                 full, (const Root*)roots, roots_log_t(log_n), tiles);
             CUZK_CUDA_TRY(cudaGetLastError());
