@@ -33,7 +33,10 @@ using cuzk::ok;
 
 namespace {
 
-constexpr int kThreads = 256;       // threads per block
+#ifndef CUZK_NTT_THREADS /* developer switch: threads a block of full tiles */
+#define CUZK_NTT_THREADS 256
+#endif
+constexpr int kThreads = CUZK_NTT_THREADS;  // threads per block
 #ifndef CUZK_NTT_UNROLL_U /* developer switch: unroll of the butterfly loop of a stage */
 #define CUZK_NTT_UNROLL_U 2
 #endif
