@@ -634,7 +634,8 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             // of 4 or 8 (session 12, H200: 2^27 33.56 -> 32.45 ms, 2^26 15.97
             // -> 15.75, 2^24 3.76 -> 3.70; four a thread was slower). Small
             // transforms keep every thread they can get: they have few tiles.
-            if (log_w == 0 && tiles >= 64ull * (uint64_t)sms && tile / 4 >= 32) threads = tile / 4;
+            if (log_w == 0 && tiles >= 64ull * (uint64_t)sms && tile / 4 >= 32 && tile / 4 < threads)
+                threads = tile / 4;
             const size_t smem = sizeof(Fr) << (log_r + log_w);
             // One block per tile, not a grid-stride loop over a few blocks an SM:
             // blocks then start and end at scattered times, so that one block's
