@@ -40,10 +40,34 @@ constexpr int kThreads = CUZK_NTT_THREADS;  // threads per block
 #ifndef CUZK_NTT_UNROLL_U /* developer switch: unroll of the butterfly loop of a stage */
 #define CUZK_NTT_UNROLL_U 2
 #endif
+#ifndef CUZK_NTT_OM_MIN_LOG_W /* developer switch: fewest columns (log2) for offset-major stages */
+#define CUZK_NTT_OM_MIN_LOG_W 2
+#endif
 #ifndef CUZK_NTT_TILE_LOG
 #define CUZK_NTT_TILE_LOG 11
 #endif
 constexpr int kTileLog = CUZK_NTT_TILE_LOG;  // 2^11 elements (64 KiB) per block tile
+#ifndef CUZK_NTT_TILE_LOG_SMALL /* developer switch: tile of the multi-column passes of at most 8 bits */
+#define CUZK_NTT_TILE_LOG_SMALL 10
+#endif
+// Passes of at most 8 bits (2^24's three) take tiles of 2^10 elements, 4
+// columns of 2^8 (session 13, H200: 2^24 -1.9% against 8 columns of 2^11
+// tiles; for 9-bit passes, 2^10 tiles would have 2 columns and no
+// offset-major stages).
+constexpr int kTileLogSmall = CUZK_NTT_TILE_LOG_SMALL;
+static_assert(kTileLogSmall <= kTileLog, "smem_max is sized by kTileLog");
+#ifndef CUZK_NTT_LAST_LOG_W /* developer switch: sub-problems a tile of the last pass (log2) */
+#define CUZK_NTT_LAST_LOG_W 2
+#endif
+// The last pass (one column a sub-problem) packs 2^kLastLogW sub-problems a
+// tile, as its columns (see ntt_pass_body).
+constexpr uint32_t kLastLogW = CUZK_NTT_LAST_LOG_W;
+#ifndef CUZK_NTT_TILE_DIV /* developer switch: threads a block of a large transform = tile / this */
+#define CUZK_NTT_TILE_DIV 8
+#endif
+// Large transforms run blocks of tile / 8 threads (at most kThreads): four
+// butterflies a thread a stage (session 12 and 13, BENCHMARKS.md).
+constexpr uint32_t kTileDiv = CUZK_NTT_TILE_DIV;
 constexpr int kMaxPass = CUZK_NTT_MAX_PASS_BITS;
 static_assert(kTileLog >= kMaxPass, "a tile must hold one column of the largest pass (smem_max)");
 
@@ -67,9 +91,10 @@ __device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
 // lanes on consecutive elements read consecutive 16-byte words (no bank
 // conflict); the interleaved layout (32 bytes an element, developer switch
 // CUZK_NTT_SMEM_INTERLEAVED) has lanes 32 bytes apart, a 2-way conflict.
-// One conflict is left: with 4 columns a tile (log_w = 2, the 9-bit passes
-// of 2^26 and 2^27) the offset-major stages h = 2..32 put two 2h-blocks,
-// 128 h bytes apart, in one 8-lane phase (2-way). Shared memory is not the
+// One conflict is left: with 4 columns a tile (log_w = 2: the 9-bit passes
+// of 2^26 and 2^27, the 2^10 tiles of 8-bit passes, packed last passes) the
+// offset-major stages h = 2..32 put two 2h-blocks, 128 h bytes apart, in
+// one 8-lane phase (2-way). Shared memory is not the
 // bound (2% of the stall samples); an XOR swizzle of the row would remove
 // it (docs/ntt-next.md).
 struct SharedTile {
@@ -309,7 +334,7 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Root* __res
 #ifdef CUZK_NTT_BLOCK_MAJOR /* developer switch: the block-major order alone */
     const bool offset_major = false;
 #else
-    const bool offset_major = log_H > 0 && log_w >= 2 && log_blocks + log_w >= 5;
+    const bool offset_major = log_H > 0 && log_w >= CUZK_NTT_OM_MIN_LOG_W && log_blocks + log_w >= 5;
 #endif
     // Radix-2 units two a trip (session 11: -0.8 to -1.1% against no
     // unrolling, 4 no better; ptxas runs the two one after the other,
@@ -370,13 +395,20 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 
     const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
     const uint32_t log_c = log_b - log_r;
+    // Packed tiles: a pass of one column (log_c = 0, the last pass) holds W
+    // whole sub-problems a tile, sub-problem k of the tile as its column k
+    // (element t of it at base + k R + t), so that the stages run as on a
+    // W-column tile (offset-major order, twiddle-free warps).
+    const bool packed = log_c == 0 && log_w > 0;
+    const uint32_t log_cs = packed ? log_r : 0;      // column stride in global memory
+    const uint32_t log_rs = packed ? 0 : log_c;      // row stride in global memory
     const uint64_t C = 1ull << log_c;
-    const uint32_t groups_per_sub = (uint32_t)(C >> log_w);  // column groups per sub-problem
+    const uint32_t groups_per_sub = packed ? 1u : (uint32_t)(C >> log_w);  // column groups per sub-problem
 
     for (uint64_t t_id = blockIdx.x; t_id < tiles; t_id += gridDim.x) {
-        const uint64_t group = t_id % groups_per_sub;
-        const uint64_t sub = t_id / groups_per_sub;  // over all vectors: sub-problem index
-        const uint64_t base = (sub << log_b) + (group << log_w);
+        const uint64_t group = packed ? 0 : t_id % groups_per_sub;
+        const uint64_t sub = t_id / groups_per_sub;  // over all vectors: sub-problem (packed: tile) index
+        const uint64_t base = packed ? sub << (log_r + log_w) : (sub << log_b) + (group << log_w);
         __syncthreads();
         // Load: element (row t, column k) at base + k + C t; k fastest across threads.
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
@@ -387,9 +419,9 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #else
             const uint32_t k = i & (W - 1), t = i >> log_w;
 #ifdef CUZK_NTT_NO_CP_ASYNC /* developer switch: loads through registers */
-            sh.st(i, load_fr(data + base + k + (t << log_c)));
+            sh.st(i, load_fr(data + base + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs)));
 #else
-            sh.cp_async(i, data + base + k + (t << log_c));
+            sh.cp_async(i, data + base + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs));
 #endif
 #endif
         }
@@ -421,7 +453,7 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #ifdef CUZK_NTT_DEV_NO_GLOBAL
             if (v.l[0] == 0xdeadbeefu && v.l[1] == 0x12345678u)
 #endif
-            store_fr(data + base + k + ((uint64_t)p << log_c), v);
+            store_fr(data + base + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs), v);
         };
         // log_r radix-2 DIF stages on every column, up to three at a time in
         // registers (radix-8 units): one shared-memory round trip and one
@@ -618,8 +650,19 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         for (uint32_t p = 0; p < passes; ++p) {
             const uint32_t log_b = plan_b[p], log_r = plan_r[p];
             const uint32_t log_c = log_b - log_r;
-            uint32_t log_w = kTileLog > log_r ? kTileLog - log_r : 0;
+            // Columns a tile: a tile of 2^kTileLog elements (2^kTileLogSmall
+            // for passes of at most 8 bits); the last pass (log_c = 0) packs
+            // 2^kLastLogW whole sub-problems a tile (at most 2^kTileLog
+            // elements), which lets its stages run offset-major like the
+            // other passes' (session 13, H200: 2^27 32.40 -> 31.55 ms, 2^26
+            // 15.72 -> 15.19, 2^24 3.70 -> 3.57 at 4 sub-problems a tile).
+            const uint32_t tile_log = log_r <= 8 ? kTileLogSmall : kTileLog;
+            uint32_t log_w = tile_log > log_r ? tile_log - log_r : 0;
             if (log_w > log_c) log_w = log_c;
+            if (log_c == 0) {
+                log_w = kLastLogW < (uint32_t)kTileLog - log_r ? kLastLogW : (uint32_t)kTileLog - log_r;
+                if (log_w > log_n - log_r) log_w = log_n - log_r;
+            }
             // Small transforms: narrower tiles until every SM has two
             // (2^16 has 32 tiles of 2^11 elements for 132 SMs; with one
             // column a tile, 256).
@@ -627,15 +670,16 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint64_t tiles = batch << (log_n - log_r - log_w);
             const uint32_t tile = 1u << (log_r + log_w);
             uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
-            // One-column tiles of large transforms (the last pass, 2^8 or 2^9
-            // rows): two butterflies a thread a stage instead of one, in
-            // blocks of 64 or 128 threads. The unrolled stage loop then shares
-            // its address arithmetic and a barrier holds 2 or 4 warps instead
-            // of 4 or 8 (session 12, H200: 2^27 33.56 -> 32.45 ms, 2^26 15.97
-            // -> 15.75, 2^24 3.76 -> 3.70; four a thread was slower). Small
-            // transforms keep every thread they can get: they have few tiles.
-            if (log_w == 0 && tiles >= 64ull * (uint64_t)sms && tile / 4 >= 32 && tile / 4 < threads)
-                threads = tile / 4;
+            // Large transforms (64 tiles an SM or more): four butterflies a
+            // thread a stage, in blocks of tile / 8 threads (128 for the 2^10
+            // tiles of 8-bit passes, 256 for 2^11 tiles). The unrolled stage
+            // loop then shares its address arithmetic and a barrier holds fewer
+            // warps (sessions 12 and 13, H200: one-column tiles at two a
+            // thread: 2^27 33.56 -> 32.45 ms; packed last pass and 2^10 tiles
+            // at four: 2^24 3.70 -> 3.49). Small transforms keep every thread
+            // they can get: they have few tiles.
+            if (tiles >= 64ull * (uint64_t)sms && tile / kTileDiv >= 32 && tile / kTileDiv < threads)
+                threads = tile / kTileDiv;
             const size_t smem = sizeof(Fr) << (log_r + log_w);
             // One block per tile, not a grid-stride loop over a few blocks an SM:
             // blocks then start and end at scattered times, so that one block's
