@@ -261,6 +261,22 @@ __device__ __forceinline__ Fr sub_lazy(const Fr& a, const Fr& b) {
     cuzk::detail::add_n<8>(r.l, m);
     return r;
 }
+
+// r - v for v < r: in (0, r] (r itself for v = 0), which the lazy passes
+// and Fr::mul_lazy take as they are.
+__device__ __forceinline__ Fr neg_lazy(const Fr& v) {
+    Fr r = Fr::modulus();
+    cuzk::detail::sub_n<8>(r.l, v.l);
+    return r;
+}
+// 2r - v for v < 2r: in (0, 2r], below 2^256 (Shoup's product takes it).
+__device__ __forceinline__ Fr neg_2r(const Fr& v) {
+    Fr r;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r.l[i] = kTwoR[i];
+    cuzk::detail::sub_n<8>(r.l, v.l);
+    return r;
+}
 #endif
 
 // The butterfly's sum and difference, and the reduction of a pass's output:
@@ -387,7 +403,8 @@ template <int MAXG>
 __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r,
                                               uint32_t log_w, const Fr* __restrict__ tw_lo,
                                               const Fr* __restrict__ tw_hi, uint32_t lo_bits,
-                                              const Fr* __restrict__ tw_full, const Root* __restrict__ roots,
+                                              const Fr* __restrict__ tw_full, uint32_t tw_shoup,
+                                              const Root* __restrict__ roots,
                                               uint32_t log_t, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
     const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
@@ -435,11 +452,38 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
         const bool twiddle = log_c > 0;
 #endif
         auto finish = [&](Fr v, uint32_t k, uint32_t p) {
+#if defined(CUZK_NTT_LAZY) && !defined(CUZK_NTT_CANONICAL_STORE)
+            // Lazy pass outputs (session 13): a pass with another after it
+            // stores values below 2r, which that pass's lazy butterflies take
+            // as they are; only the last pass reduces to canonical. An element
+            // with a twiddle is reduced below r for the Montgomery product
+            // (operator*'s bound), negated as r - v (in (0, r], no zero test)
+            // and multiplied without the product's final subtraction.
+            if (!twiddle) v = to_canonical(v);
+#else
             v = to_canonical(v);
+#endif
             if (twiddle) {
                 const uint64_t c = (group << log_w) + k;
                 const uint64_t e = (uint64_t)bitrev(p, log_r) * c;  // < B
                 if (e != 0) {
+#if defined(CUZK_NTT_LAZY) && !defined(CUZK_NTT_CANONICAL_STORE)
+                    if (tw_full && tw_shoup) {
+                        // Half table of Shoup entries (w, w'): any v < 2^256.
+                        const uint64_t half = 1ull << (log_b - 1);
+                        if (e & half) v = neg_2r(v);
+                        v = mul_root(v, reinterpret_cast<const Root*>(tw_full) + (e & (half - 1)));
+                    } else if (tw_full) {
+                        // Half table: w_B^(e + B/2) = -w_B^e.
+                        v = Fr::reduce_once(v);
+                        const uint64_t half = 1ull << (log_b - 1);
+                        if (e & half) v = neg_lazy(v);
+                        v = Fr::mul_lazy(v, load_fr(tw_full + (e & (half - 1))));
+                    } else {
+                        v = Fr::reduce_once(v);
+                        v = Fr::mul_lazy(v, power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b)));
+                    }
+#else
                     if (tw_full) {
                         // Half table: w_B^(e + B/2) = -w_B^e.
                         const uint64_t half = 1ull << (log_b - 1);
@@ -448,6 +492,7 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
                     } else {
                         v = v * power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b));
                     }
+#endif
                 }
             }
 #ifdef CUZK_NTT_DEV_NO_GLOBAL
@@ -477,8 +522,10 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #define CUZK_NTT_PASS_PARAMS                                                                          \
     Fr *__restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,           \
         const Fr *__restrict__ tw_lo, const Fr *__restrict__ tw_hi, uint32_t lo_bits,                 \
-        const Fr *__restrict__ tw_full, const Root *__restrict__ roots, uint32_t log_t, uint64_t tiles
-#define CUZK_NTT_PASS_ARGS data, log_n, log_b, log_r, log_w, tw_lo, tw_hi, lo_bits, tw_full, roots, log_t, tiles
+        const Fr *__restrict__ tw_full, uint32_t tw_shoup, const Root *__restrict__ roots, uint32_t log_t,  \
+        uint64_t tiles
+#define CUZK_NTT_PASS_ARGS \
+    data, log_n, log_b, log_r, log_w, tw_lo, tw_hi, lo_bits, tw_full, tw_shoup, roots, log_t, tiles
 
 // The default variant: radix-2 stages with a register cap, so that three
 // blocks of 256 threads fit an SM's 64 Ki registers (uncapped, ptxas takes
@@ -566,6 +613,14 @@ __global__ void powers_kernel(Fr* out, uint32_t log_count, uint32_t shift, const
     for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << log_count);
          k += (uint64_t)gridDim.x * blockDim.x)
         store_fr(out + k, power(lo, hi, lo_bits, k << shift));
+}
+
+// out[k] = the Shoup entry (Root) of w_B^k for k < 2^log_count (B = 2^(log_count + 1)).
+__global__ void shoup_powers_kernel(Root* out, uint32_t log_count, uint32_t shift, const Fr* lo, const Fr* hi,
+                                    uint32_t lo_bits) {
+    for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < (1ull << log_count);
+         k += (uint64_t)gridDim.x * blockDim.x)
+        store_root(&out[k], power(lo, hi, lo_bits, k << shift));
 }
 
 // The pass plan of cuzk_ntt_dif: log_n split into passes of at most
@@ -694,9 +749,14 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
 #endif
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
+#ifdef CUZK_NTT_DEV_SHOUP_TW_MASK /* developer switch: pass p's table holds Shoup entries (Root) when bit p is set */
+            const uint32_t shoup = (CUZK_NTT_DEV_SHOUP_TW_MASK >> p) & 1u;
+#else
+            const uint32_t shoup = 0;
+#endif
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
-                full, (const Root*)roots, roots_log_t(log_n), tiles);
+                full, shoup, (const Root*)roots, roots_log_t(log_n), tiles);
             CUZK_CUDA_TRY(cudaGetLastError());
         }
         return ok();

@@ -51,6 +51,16 @@ int main(int argc, char** argv) {
         uint32_t log_b[8], passes = 0;
         if (cuzk_ntt_plan(log_n, log_b, 8, &passes).code != CUZK_OK) return 1;
         for (uint32_t p = 0; p + 1 < passes; ++p) {
+#ifdef CUZK_NTT_DEV_SHOUP_TW_MASK
+            if ((CUZK_NTT_DEV_SHOUP_TW_MASK >> p) & 1u) { /* half table of Shoup entries */
+                Root* t;
+                CHECK(cudaMalloc(&t, sizeof(Root) << (log_b[p] - 1)));
+                shoup_powers_kernel<<<1024, 256, 0, s>>>(t, log_b[p] - 1, log_n - log_b[p], dlo, dhi, lo_bits);
+                CHECK(cudaGetLastError());
+                pass_tw.push_back(t);
+                continue;
+            }
+#endif
             Fr* t;
             CHECK(cudaMalloc(&t, sizeof(Fr) << (log_b[p] - 1))); /* half table */
             if (cuzk_ntt_powers(0, t, log_b[p], log_n, dlo, dhi, lo_bits, s).code != CUZK_OK) return 1;

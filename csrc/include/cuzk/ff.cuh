@@ -751,6 +751,13 @@ struct MontField {
      * never overflows and the chains marked carry-free are; the result is
      * below 2m, and one conditional subtraction makes it canonical. */
     CUZK_HD CUZK_INLINE friend MontField operator*(const MontField& a, const MontField& b) {
+        return reduce_once(mul_lazy(a, b));
+    }
+
+    /* operator* without its final conditional subtraction: a*b*R^-1 mod m
+     * or that plus m, below 2m, for a, b <= m (the bound of operator* holds
+     * for a = m too), for callers that keep values below 2m. */
+    CUZK_HD CUZK_INLINE static MontField mul_lazy(const MontField& a, const MontField& b) {
         const MontField m = modulus();
         uint32_t A[N], B[N];
         {
@@ -777,7 +784,7 @@ struct MontField {
         MontField r;
         CUZK_UNROLL
         for (int j = 0; j < N; ++j) r.l[j] = A[j];
-        return reduce_once(r);
+        return r;
     }
 
     /* The same product by plain CIOS, one row chain at a time: the reference
