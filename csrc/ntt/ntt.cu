@@ -390,6 +390,50 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Root* __res
     }
 }
 
+// One radix-2 DIF stage s (half-size h = 2^(log_r - 1 - s)) on every column
+// of the tile: dif_group<1> with its unit-to-row map as one bit permutation
+// of the unit index, set up once a stage (session 13). Unit u holds column
+// k (its low log_w bits) and j = u >> log_w, which is [blk | jj] in
+// block-major order and [jj | blk] in offset-major order (jj: the offset in
+// the 2h-block, log_h bits; blk: the block, log_r - 1 - log_h bits); its
+// rows are blk 2h + jj and that + h. In both orders the tile index of the
+// first row is ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC), and
+// jj = (u & mB') >> sJ.
+__device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __restrict__ roots, uint32_t rs,
+                                          uint32_t log_r, uint32_t log_w, uint32_t s, uint32_t tile) {
+    const uint32_t log_h = log_r - 1 - s;
+    const uint32_t log_blocks = log_r - 1 - log_h;
+#ifdef CUZK_NTT_BLOCK_MAJOR
+    const bool offset_major = false;
+#else
+    const bool offset_major = log_h > 0 && log_w >= CUZK_NTT_OM_MIN_LOG_W && log_blocks + log_w >= 5;
+#endif
+    const uint32_t mk = (1u << log_w) - 1;
+    // Offset-major: blk -> row bits log_h + 1 up, jj -> row bits 0 up, k stays.
+    // Block-major: k and jj stay, blk moves up one bit.
+    const uint32_t om_a = ((1u << log_blocks) - 1) << log_w, bm_c = (1u << (log_h + log_w)) - 1;
+    const uint32_t mA = offset_major ? om_a : ~bm_c;
+    const uint32_t sA = offset_major ? log_h + 1 : 1u;
+    const uint32_t mB = offset_major ? ~(om_a | mk) : 0u;
+    const uint32_t sB = offset_major ? log_blocks : 0u;
+    const uint32_t mC = offset_major ? mk : bm_c;
+    const uint32_t mJ = offset_major ? ~(om_a | mk) : bm_c & ~mk;
+    const uint32_t sJ = offset_major ? log_w + log_blocks : log_w;
+    const uint32_t step = 1u << (log_h + log_w);  // tile index of row + h
+    const uint32_t rsh = s + rs;                   // root index jj << (s + rs)
+    constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
+#pragma unroll kUnrollU
+    for (uint32_t u = threadIdx.x; u < (tile >> 1); u += blockDim.x) {
+        const uint32_t i0 = ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC);
+        const uint32_t i1 = i0 + step;
+        const uint32_t jj = (u & mJ) >> sJ;
+        const Fr a = sh.ld(i0), b = sh.ld(i1);
+        const Fr d = bf_sub(a, b);
+        sh.st(i0, bf_add(a, b));
+        sh.st(i1, jj == 0 ? d : mul_root(d, &roots[jj << rsh]));
+    }
+}
+
 // One four-step pass over every vector of the batch.
 //   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
 //   tw_full: null, or the half table w_B^k for k < B/2 (w_B^(k + B/2) =
@@ -511,7 +555,11 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
             const uint32_t g = log_r - st >= (uint32_t)MAXG ? (uint32_t)MAXG : log_r - st;
             if (g == 3) dif_group<3>(sh, roots, rs, log_r, log_w, st, tile);
             else if (g == 2) dif_group<2>(sh, roots, rs, log_r, log_w, st, tile);
+#ifdef CUZK_NTT_OLD_INDEX /* developer switch: session 12's unit-to-row map */
             else dif_group<1>(sh, roots, rs, log_r, log_w, st, tile);
+#else
+            else dif_stage(sh, roots, rs, log_r, log_w, st, tile);
+#endif
             __syncthreads();
             st += g;
         }
