@@ -156,6 +156,9 @@ struct alignas(16) Root {
 };
 static_assert(sizeof(Root) << (kMaxPass - 1) <= CUZK_NTT_ROOTS_BYTES, "roots table size (ntt.h)");
 static_assert(sizeof(Root) % 16 == 0, "roots are read as uint4");
+#ifndef CUZK_NTT_MONT_ROOTS /* that developer build's Shoup twiddle tables hold 32-byte entries */
+static_assert(sizeof(Root) == CUZK_NTT_SHOUP_ENTRY_BYTES, "Shoup twiddle entry size (ntt.h)");
+#endif
 
 // Root from w_T^j in Montgomery form.
 __device__ __forceinline__ void store_root(Root* dst, const Fr& w_mont) {
@@ -398,7 +401,7 @@ __device__ __forceinline__ void dif_group(const SharedTile sh, const Root* __res
 // the 2h-block, log_h bits; blk: the block, log_r - 1 - log_h bits); its
 // rows are blk 2h + jj and that + h. In both orders the tile index of the
 // first row is ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC), and
-// jj = (u & mB') >> sJ.
+// jj = (u & mJ) >> sJ.
 __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __restrict__ roots, uint32_t rs,
                                           uint32_t log_r, uint32_t log_w, uint32_t s, uint32_t tile) {
     const uint32_t log_h = log_r - 1 - s;
@@ -471,7 +474,8 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
         const uint64_t sub = t_id / groups_per_sub;  // over all vectors: sub-problem (packed: tile) index
         const uint64_t base = packed ? sub << (log_r + log_w) : (sub << log_b) + (group << log_w);
         __syncthreads();
-        // Load: element (row t, column k) at base + k + C t; k fastest across threads.
+        // Load: element (row t, column k) at base + k + C t (packed: base +
+        // k R + t); k fastest across threads.
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
 #ifdef CUZK_NTT_DEV_NO_GLOBAL /* developer switch: compute alone (wrong results) */
             Fr v;
@@ -528,7 +532,12 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
                         v = Fr::mul_lazy(v, power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b)));
                     }
 #else
-                    if (tw_full) {
+                    if (tw_full && tw_shoup) {
+                        // mul_root is below 2r in a lazy build: reduce before -v.
+                        const uint64_t half = 1ull << (log_b - 1);
+                        v = Fr::reduce_once(mul_root(v, reinterpret_cast<const Root*>(tw_full) + (e & (half - 1))));
+                        if (e & half) v = -v;
+                    } else if (tw_full) {
                         // Half table: w_B^(e + B/2) = -w_B^e.
                         const uint64_t half = 1ull << (log_b - 1);
                         v = v * load_fr(tw_full + (e & (half - 1)));
@@ -725,8 +734,8 @@ extern "C" {
 
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
-                         const void* const* pass_tw, uint32_t pass_tw_count, const void* roots,
-                         void* stream) {
+                         const void* const* pass_tw, uint32_t pass_tw_count,
+                         uint32_t pass_tw_shoup, const void* roots, void* stream) {
     return guard("cuzk_ntt_dif", [&]() -> cuzk_status {
         CUZK_NEED(log_n <= 32, "cuzk_ntt_dif: log_n = %u exceeds Fr's two-adicity (32)", log_n);
         CUZK_NEED(data && tw_lo && tw_hi, "cuzk_ntt_dif: null pointer");
@@ -735,6 +744,8 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_dif: lo_bits %u > log_n %u", lo_bits, log_n);
         CUZK_NEED(pass_tw || pass_tw_count == 0, "cuzk_ntt_dif: null pass_tw with count %u",
                   pass_tw_count);
+        for (uint32_t p = 0; p < pass_tw_count; ++p)
+            CUZK_NEED(((uintptr_t)pass_tw[p] & 15) == 0, "cuzk_ntt_dif: pass_tw[%u] not 16-byte aligned", p);
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
@@ -779,10 +790,12 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             // loop then shares its address arithmetic and a barrier holds fewer
             // warps (sessions 12 and 13, H200: one-column tiles at two a
             // thread: 2^27 33.56 -> 32.45 ms; packed last pass and 2^10 tiles
-            // at four: 2^24 3.70 -> 3.49). Small transforms keep every thread
-            // they can get: they have few tiles.
-            if (tiles >= 64ull * (uint64_t)sms && tile / kTileDiv >= 32 && tile / kTileDiv < threads)
-                threads = tile / kTileDiv;
+            // at four: 2^24 3.70 -> 3.49). One-column tiles (a single pass
+            // over a large batch) keep session 12's tile / 4 (four a thread
+            // was slower there). Small transforms keep every thread they can
+            // get: they have few tiles.
+            const uint32_t div = log_w == 0 ? 4u : kTileDiv;  // one-column tiles: two a thread (session 12)
+            if (tiles >= 64ull * (uint64_t)sms && tile / div >= 32 && tile / div < threads) threads = tile / div;
             const size_t smem = sizeof(Fr) << (log_r + log_w);
             // One block per tile, not a grid-stride loop over a few blocks an SM:
             // blocks then start and end at scattered times, so that one block's
@@ -797,11 +810,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
 #endif
             const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
-#ifdef CUZK_NTT_DEV_SHOUP_TW_MASK /* developer switch: pass p's table holds Shoup entries (Root) when bit p is set */
-            const uint32_t shoup = (CUZK_NTT_DEV_SHOUP_TW_MASK >> p) & 1u;
-#else
-            const uint32_t shoup = 0;
-#endif
+            const uint32_t shoup = full && p < 32 ? (pass_tw_shoup >> p) & 1u : 0u;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
                 full, shoup, (const Root*)roots, roots_log_t(log_n), tiles);
@@ -854,6 +863,26 @@ cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t 
         if (s.code != CUZK_OK) return s;
         powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
             (Fr*)out, log_b - 1, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+cuzk_status cuzk_ntt_powers_shoup(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
+                                  const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
+    return guard("cuzk_ntt_powers_shoup", [&]() -> cuzk_status {
+        CUZK_NEED(log_b >= 1 && log_b <= log_n && log_n <= 32,
+                  "cuzk_ntt_powers_shoup: log_b %u, log_n %u (need 1 <= log_b <= log_n <= 32)", log_b,
+                  log_n);
+        CUZK_NEED(out && tw_lo && tw_hi, "cuzk_ntt_powers_shoup: null pointer");
+        CUZK_NEED(((uintptr_t)out & 15) == 0, "cuzk_ntt_powers_shoup: out not 16-byte aligned");
+        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_powers_shoup: lo_bits %u > log_n %u", lo_bits, log_n);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, 1ull << (log_b - 1), 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        shoup_powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
+            (Root*)out, log_b - 1, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
         CUZK_CUDA_TRY(cudaGetLastError());
         return ok();
     });

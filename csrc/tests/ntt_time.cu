@@ -5,9 +5,10 @@
  * without the Rust bench.
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 -I csrc/include csrc/tests/ntt_time.cu -o ntt_time
- *   ./ntt_time 27 [batch] [full]   (CUZK_NTT_VARIANT picks the kernel variant;
- *                                   full = 1: full (half) twiddle tables between
- *                                   every two passes)
+ *   ./ntt_time 27 [batch] [full] [shoup]  (CUZK_NTT_VARIANT picks the kernel
+ *                                   variant; full = 1: full (half) twiddle tables
+ *                                   between every two passes; shoup: bit p = pass
+ *                                   p's table in Shoup form, default as GpuNtt)
  */
 #include "../ntt/ntt.cu"
 
@@ -25,6 +26,16 @@ static std::vector<Fr> random_fr(size_t n, std::mt19937_64& rng) {
         x.l[7] &= 0x3fffffff; /* < 2^254 < r */
     }
     return v;
+}
+
+/* GpuNtt's choice (crates/ntt/src/gpu.rs): Shoup tables for the passes
+ * whose Shoup table takes at most 64 MiB. */
+static uint32_t default_shoup_mask(uint32_t log_n) {
+    uint32_t log_b[8], passes = 0, mask = 0;
+    if (cuzk_ntt_plan(log_n, log_b, 8, &passes).code != CUZK_OK) return 0;
+    for (uint32_t p = 0; p + 1 < passes; ++p)
+        if (((uint64_t)CUZK_NTT_SHOUP_ENTRY_BYTES << (log_b[p] - 1)) <= (64ull << 20)) mask |= 1u << p;
+    return mask;
 }
 
 int main(int argc, char** argv) {
@@ -46,21 +57,21 @@ int main(int argc, char** argv) {
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
     const bool full = argc > 3 && std::atoi(argv[3]) != 0;
+    /* Bit p: pass p's table in Shoup form (argument 4, default: the
+     * library's choice for GpuNtt, Shoup where it takes at most 64 MiB). */
+    const uint32_t shoup_mask = argc > 4 ? (uint32_t)std::strtoul(argv[4], nullptr, 0) : default_shoup_mask(log_n);
     std::vector<const void*> pass_tw;
     if (full) {
         uint32_t log_b[8], passes = 0;
         if (cuzk_ntt_plan(log_n, log_b, 8, &passes).code != CUZK_OK) return 1;
         for (uint32_t p = 0; p + 1 < passes; ++p) {
-#ifdef CUZK_NTT_DEV_SHOUP_TW_MASK
-            if ((CUZK_NTT_DEV_SHOUP_TW_MASK >> p) & 1u) { /* half table of Shoup entries */
+            if ((shoup_mask >> p) & 1u) { /* half table of Shoup entries */
                 Root* t;
                 CHECK(cudaMalloc(&t, sizeof(Root) << (log_b[p] - 1)));
-                shoup_powers_kernel<<<1024, 256, 0, s>>>(t, log_b[p] - 1, log_n - log_b[p], dlo, dhi, lo_bits);
-                CHECK(cudaGetLastError());
+                if (cuzk_ntt_powers_shoup(0, t, log_b[p], log_n, dlo, dhi, lo_bits, s).code != CUZK_OK) return 1;
                 pass_tw.push_back(t);
                 continue;
             }
-#endif
             Fr* t;
             CHECK(cudaMalloc(&t, sizeof(Fr) << (log_b[p] - 1))); /* half table */
             if (cuzk_ntt_powers(0, t, log_b[p], log_n, dlo, dhi, lo_bits, s).code != CUZK_OK) return 1;
@@ -79,7 +90,7 @@ int main(int argc, char** argv) {
     }
     std::vector<float> t = event_times_ms(s, 7, [&] {
         cuzk_status st = cuzk_ntt_dif(0, d, log_n, batch, dlo, dhi, lo_bits, pass_tw.data(),
-                                      (uint32_t)pass_tw.size(), roots, s);
+                                      (uint32_t)pass_tw.size(), full ? shoup_mask : 0u, roots, s);
         if (st.code != CUZK_OK) {
             std::printf("cuzk_ntt_dif: %s\n", st.message);
             std::exit(1);

@@ -168,21 +168,25 @@ fn full_twiddle_table_sizes_follow_the_pass_plan() {
         eprintln!("skipped: a build without the CUDA sources has no pass plan");
         return;
     };
-    // 2^24: passes 8/8/8, half tables for B = 2^24 and 2^16.
-    assert_eq!(b24, 256 * MIB + MIB);
-    // 2^26: 9/9/8; B = 2^26 (1 GiB) and 2^17.
-    assert_eq!(bytes(26), Some(1024 * MIB + 2 * MIB));
-    // 2^27: 9/9/9; B = 2^27 (2 GiB, the default limit) and 2^18.
-    assert_eq!(bytes(27), Some(2048 * MIB + 4 * MIB));
-    // 2^28: 7/7/7/7; B = 2^28 (4 GiB) is over the limit; 2^21 and 2^14.
-    assert_eq!(bytes(28), Some(32 * MIB + (32 << 13)));
+    // Half tables: 32 bytes an entry, 80 in Shoup form (up to 64 MiB).
+    // 2^24: passes 8/8/8, half tables for B = 2^24 and 2^16 (Shoup).
+    assert_eq!(b24, 256 * MIB + 80 * (1 << 15));
+    // 2^26: 9/9/8; B = 2^26 (1 GiB) and 2^17 (Shoup, 5 MiB).
+    assert_eq!(bytes(26), Some(1024 * MIB + 5 * MIB));
+    // 2^27: 9/9/9; B = 2^27 (2 GiB, the default limit) and 2^18 (Shoup, 10 MiB).
+    assert_eq!(bytes(27), Some(2048 * MIB + 10 * MIB));
+    // 2^28: 7/7/7/7; B = 2^28 (4 GiB) is over the limit; 2^21 (80 MiB in
+    // Shoup form, over 64 MiB: Montgomery, 32 MiB) and 2^14 (Shoup).
+    assert_eq!(bytes(28), Some(32 * MIB + (80 << 13)));
     // One pass: no twiddles between passes.
     assert_eq!(bytes(9), Some(0));
     assert_eq!(
         full_twiddle_bytes(27, u64::MAX).unwrap(),
-        (32 << 26) + (32 << 17)
+        (32 << 26) + (80 << 17)
     );
-    assert_eq!(full_twiddle_bytes(27, 1 << 30).unwrap(), 4 * MIB);
+    assert_eq!(full_twiddle_bytes(27, 1 << 30).unwrap(), 10 * MIB);
+    // A limit under the Shoup table: the Montgomery one where it fits.
+    assert_eq!(full_twiddle_bytes(27, 5 * MIB).unwrap(), 4 * MIB);
     assert!(full_twiddle_bytes(33, LIMIT).is_err());
 }
 
@@ -270,14 +274,19 @@ fn gpu_two_level_twiddles_match_the_cpu() {
 fn gpu_batches_and_spot_checks_at_2_24_and_2_27() {
     let Some(g) = engine() else { return };
     let mut r = rng("gpu_batches_and_spot_checks_at_2_24_and_2_27");
-    let a: Vec<Fr> = (0..5usize << 14).map(|_| Fr::rand(&mut r)).collect();
-    for opts in [
-        NttOptions::forward(),
-        NttOptions::inverse()
-            .with_order(Order::RN)
-            .on_default_coset(),
-    ] {
-        gpu_vs_cpu(g, &a, 14, opts).unwrap();
+    // Batches whose last pass packs 2 (2^14 x 5) or 4 (2^16 x 5, 2^18 x 3)
+    // vectors' sub-problems a tile, and a single pass over many vectors
+    // (2^9 x 9000: one-column tiles, large-transform block size).
+    for (log_n, batch) in [(14u32, 5usize), (16, 5), (18, 3), (9, 9000)] {
+        let a: Vec<Fr> = (0..batch << log_n).map(|_| Fr::rand(&mut r)).collect();
+        for opts in [
+            NttOptions::forward(),
+            NttOptions::inverse()
+                .with_order(Order::RN)
+                .on_default_coset(),
+        ] {
+            gpu_vs_cpu(g, &a, log_n, opts).unwrap();
+        }
     }
     for log_n in [24u32, 27] {
         let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();

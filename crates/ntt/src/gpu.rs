@@ -12,6 +12,15 @@ fn check(s: sys::cuzk_status) -> Result<()> {
     Error::from_status(s.code, s.cuda_error, &s.message)
 }
 
+/// The half twiddle table of one pass on the device.
+struct PassTable {
+    /// 2^(log_b - 1) entries: 32-byte Montgomery-form elements
+    /// (`cuzk_ntt_powers`), or `CUZK_NTT_SHOUP_ENTRY_BYTES`-byte Shoup
+    /// entries (`cuzk_ntt_powers_shoup`), held as whole `Fr`s.
+    buf: DeviceBuffer<Fr>,
+    shoup: bool,
+}
+
 /// Powers of one element as two tables on the device:
 /// `w^e = hi[e >> lo_bits] * lo[e & (2^lo_bits - 1)]` for `e < 2^log_n`.
 struct PowerTables {
@@ -25,8 +34,9 @@ struct PowerTables {
     /// the half table of that pass's twiddles (`w^(k 2^(log_n - log_b))`,
     /// k < 2^(log_b - 1); the kernel takes the other half from
     /// w_B^(k + B/2) = -w_B^k), where it fits
-    /// [`GpuNtt::with_full_twiddle_limit`].
-    pass_tw: Vec<Option<DeviceBuffer<Fr>>>,
+    /// [`GpuNtt::with_full_twiddle_limit`], in Shoup form where that takes
+    /// at most [`SHOUP_TWIDDLE_MAX_BYTES`].
+    pass_tw: Vec<Option<PassTable>>,
     /// For a root's tables: the butterfly roots of every pass with their
     /// Shoup constants (`cuzk_ntt_roots`, `CUZK_NTT_ROOTS_BYTES` = 20 KiB).
     roots: Option<DeviceBuffer<Fr>>,
@@ -85,9 +95,8 @@ impl PowerTables {
     }
 
     /// Adds the (half) twiddle table of every pass whose table takes at
-    /// most `max_bytes` (32 bytes an element, 2^(log_b - 1) elements) and
-    /// fits the memory budget; the others keep the two-level products.
-    /// Queued on `stream`.
+    /// most `max_bytes` (see [`pass_table`]) and fits the memory budget;
+    /// the others keep the two-level products. Queued on `stream`.
     fn with_pass_tables(
         mut self,
         mem: &Arc<DeviceMemory>,
@@ -96,25 +105,42 @@ impl PowerTables {
         max_bytes: u64,
     ) -> Result<Self> {
         for b in twiddle_pass_sizes(log_n)? {
-            let bytes = table_bytes(b);
-            if bytes > max_bytes {
+            // The table `pass_table` picks; if the budget has no room for a
+            // Shoup table, the Montgomery one; with no room for that either,
+            // this pass keeps the two-level products.
+            let mut choice = pass_table(b, max_bytes);
+            let mut table = None;
+            while let Some((shoup, bytes)) = choice {
+                let elems = bytes.div_ceil(std::mem::size_of::<Fr>() as u64) as usize;
+                match mem.alloc::<Fr>(elems, Strategy::Sync, stream, None) {
+                    Ok(t) => {
+                        table = Some((shoup, t));
+                        break;
+                    }
+                    Err(Error::OutOfMemory(_)) if shoup => {
+                        let mont = (std::mem::size_of::<Fr>() as u64) << b.saturating_sub(1);
+                        choice = (mont <= max_bytes).then_some((false, mont));
+                    }
+                    Err(Error::OutOfMemory(_)) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            let Some((shoup, mut t)) = table else {
                 self.pass_tw.push(None);
                 continue;
-            }
-            let mut t = match mem.alloc::<Fr>(1usize << (b - 1), Strategy::Sync, stream, None) {
-                Ok(t) => t,
-                // No room: this pass keeps the two-level products.
-                Err(Error::OutOfMemory(_)) => {
-                    self.pass_tw.push(None);
-                    continue;
-                }
-                Err(e) => return Err(e),
             };
-            // SAFETY: `t` holds 2^(b-1) elements (b >= 1: a pass that makes
-            // twiddles has a radix and columns); the two-level tables hold
-            // 2^lo_bits and 2^(log_n - lo_bits); all on this device.
+            let make = if shoup {
+                sys::cuzk_ntt_powers_shoup
+            } else {
+                sys::cuzk_ntt_powers
+            };
+            // SAFETY: `t` holds 2^(b-1) entries of the chosen
+            // format (b >= 1: a pass that makes twiddles has a radix and
+            // columns), 256-byte aligned like every device allocation; the
+            // two-level tables hold 2^lo_bits and 2^(log_n - lo_bits); all
+            // on this device.
             check(unsafe {
-                sys::cuzk_ntt_powers(
+                make(
                     mem.device(),
                     t.as_mut_ptr().cast(),
                     b,
@@ -125,7 +151,7 @@ impl PowerTables {
                     stream.as_raw(),
                 )
             })?;
-            self.pass_tw.push(Some(t));
+            self.pass_tw.push(Some(PassTable { buf: t, shoup }));
         }
         Ok(self)
     }
@@ -155,8 +181,8 @@ enum TableKey {
 /// twiddle tables of every (size, direction, coset) used so far: two tables
 /// of about 2^(log_n/2) elements each (1 MiB at 2^28), and for each root the
 /// twiddle tables of its passes up to [`GpuNtt::with_full_twiddle_limit`]
-/// (257 MiB at 2^24, 1 GiB + 2 MiB at 2^26, 2 GiB + 4 MiB at 2^27,
-/// 32 MiB at 2^28; see
+/// (256 + 2.5 MiB at 2^24, 1 GiB + 5 MiB at 2^26, 2 GiB + 10 MiB at 2^27,
+/// 32 MiB + 640 KiB at 2^28; see
 /// [`GpuNtt::full_twiddle_bytes`]) and the 20 KiB table of its butterfly
 /// roots (`cuzk_ntt_roots`). A table that found no room in the
 /// budget when first built stays on the two-level products for the
@@ -176,25 +202,45 @@ pub struct GpuNtt {
 
 /// Device bytes of the twiddle tables that one direction of a 2^log_n
 /// transform keeps when each pass's table may take up to `max_bytes`: the
-/// sum over the passes of `cuzk_ntt_plan` but the last of 32 x 2^(log_b - 1)
-/// (a pass of sub-problem size B keeps w_B^k for k < B/2 and takes the
-/// other half from w_B^(k + B/2) = -w_B^k), for each table of at most
-/// `max_bytes`. Needs no GPU.
+/// sum over the passes of `cuzk_ntt_plan` but the last of the table each
+/// keeps by [`pass_table`] (a pass of sub-problem size B keeps w_B^k for
+/// k < B/2 and takes the other half from w_B^(k + B/2) = -w_B^k: 80 x
+/// 2^(log_b - 1) bytes in Shoup form, else 32 x 2^(log_b - 1)). Needs no
+/// GPU.
 ///
 /// # Errors
 /// [`Error::NoCudaBuild`] in a build without the CUDA sources (the pass plan
 /// lives in them); [`Error::InvalidArgument`] for log_n > 32.
 pub fn full_twiddle_bytes(log_n: u32, max_bytes: u64) -> Result<u64> {
     Ok(twiddle_pass_sizes(log_n)?
-        .map(table_bytes)
-        .filter(|&bytes| bytes <= max_bytes)
+        .filter_map(|b| pass_table(b, max_bytes))
+        .map(|(_, bytes)| bytes)
         .sum())
 }
 
-/// Bytes of the half twiddle table of a pass of sub-problem size 2^log_b
-/// (log_b >= 1): 2^(log_b - 1) elements of 32 bytes.
-fn table_bytes(log_b: u32) -> u64 {
-    (std::mem::size_of::<Fr>() as u64) << log_b.saturating_sub(1)
+/// Largest twiddle table of one pass (bytes) kept in Shoup form: entries
+/// of w and its Shoup constant (`CUZK_NTT_SHOUP_ENTRY_BYTES` = 80 bytes), on
+/// which the kernel multiplies by Shoup's product instead of Montgomery's
+/// (about 19% fewer multiply-pipe cycles). On the H200 (BENCHMARKS.md,
+/// session 13) the small tables of the second twiddle pass (5 and 10 MiB
+/// at 2^26 and 2^27) took 0.5-0.7% off a forward transform, while the
+/// 640 MiB one of 2^24's first pass cost 4% (80 scattered bytes an
+/// element instead of 32); larger tables stay in Montgomery form.
+pub const SHOUP_TWIDDLE_MAX_BYTES: u64 = 64 << 20;
+
+/// The table a pass of sub-problem size 2^log_b (log_b >= 1) keeps under a
+/// limit of `max_bytes`: `Some((shoup, bytes))`, Shoup form when its
+/// 80 x 2^(log_b - 1) bytes are at most [`SHOUP_TWIDDLE_MAX_BYTES`] and
+/// `max_bytes`, else Montgomery form (32 x 2^(log_b - 1) bytes) when that
+/// is at most `max_bytes`, else `None` (two-level products).
+fn pass_table(log_b: u32, max_bytes: u64) -> Option<(bool, u64)> {
+    let half = log_b.saturating_sub(1);
+    let shoup = u64::from(sys::CUZK_NTT_SHOUP_ENTRY_BYTES) << half;
+    if shoup <= SHOUP_TWIDDLE_MAX_BYTES.min(max_bytes) {
+        return Some((true, shoup));
+    }
+    let mont = (std::mem::size_of::<Fr>() as u64) << half;
+    (mont <= max_bytes).then_some((false, mont))
 }
 
 /// log2 of the sub-problem size B of every pass of a 2^log_n transform
@@ -209,9 +255,10 @@ fn twiddle_pass_sizes(log_n: u32) -> Result<impl Iterator<Item = u32>> {
 
 /// Default of [`GpuNtt::with_full_twiddle_limit`]: 2 GiB, the (half) table
 /// of a 2^27-element pass. With it 2^24, 2^26 and 2^27 transforms keep
-/// tables for both of their twiddle passes (257 MiB, 1 GiB + 2 MiB and
-/// 2 GiB + 4 MiB), a 2^28 one for all but its first (32 MiB + 256 KiB;
-/// the first would take 4 GiB).
+/// tables for both of their twiddle passes (256 + 2.5 MiB, 1 GiB + 5 MiB
+/// and 2 GiB + 10 MiB, the second in Shoup form: [`SHOUP_TWIDDLE_MAX_BYTES`]),
+/// a 2^28 one for all but its first (32 MiB + 640 KiB; the first would take
+/// 4 GiB).
 pub const DEFAULT_FULL_TWIDDLE_MAX_BYTES: u64 = 2 << 30;
 
 impl std::fmt::Debug for GpuNtt {
@@ -252,7 +299,8 @@ impl GpuNtt {
     /// transform may keep on the device (default
     /// [`DEFAULT_FULL_TWIDDLE_MAX_BYTES`]; 0 turns them off). A pass of
     /// sub-problem size B = 2^log_b between two shared-memory rounds needs
-    /// the B twiddles w_B^k; with a table (w_B^k for k < B/2, 16 B x B,
+    /// the B twiddles w_B^k; with a table (w_B^k for k < B/2, 16 B x B, or
+    /// 40 B x B in Shoup form up to [`SHOUP_TWIDDLE_MAX_BYTES`],
     /// built once per size and direction on first use, from the memory
     /// budget; the other half is -w_B^(k - B/2)) each is a load instead of
     /// a two-level product: one Fr multiply an element less. On the H200
@@ -383,15 +431,25 @@ impl GpuNtt {
         let pass_tw: Vec<*const std::ffi::c_void> = rt
             .pass_tw
             .iter()
-            .map(|t| t.as_ref().map_or(std::ptr::null(), |t| t.as_ptr().cast()))
+            .map(|t| {
+                t.as_ref()
+                    .map_or(std::ptr::null(), |t| t.buf.as_ptr().cast())
+            })
             .collect();
+        let pass_tw_shoup = rt
+            .pass_tw
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.as_ref().is_some_and(|t| t.shoup))
+            .fold(0u32, |m, (p, _)| m | (1 << p));
         let roots = rt
             .roots
             .as_ref()
             .map_or(std::ptr::null(), |r| r.as_ptr().cast());
         let dif = || {
             // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements,
-            // per pass null or 2^(log_b[p] - 1) elements (with_pass_tables)
+            // per pass null or 2^(log_b[p] - 1) entries in the format its
+            // bit of pass_tw_shoup names (with_pass_tables)
             // and the roots table of this root (with_roots),
             // all held by the table cache, which outlives the kernels.
             check(unsafe {
@@ -405,6 +463,7 @@ impl GpuNtt {
                     rt.lo_bits,
                     pass_tw.as_ptr(),
                     pass_tw.len() as u32,
+                    pass_tw_shoup,
                     roots,
                     s,
                 )

@@ -22,7 +22,9 @@ mod gpu;
 mod sys;
 
 pub use cuzk_field::{Error, Fr, Result};
-pub use gpu::{full_twiddle_bytes, GpuNtt, DEFAULT_FULL_TWIDDLE_MAX_BYTES};
+pub use gpu::{
+    full_twiddle_bytes, GpuNtt, DEFAULT_FULL_TWIDDLE_MAX_BYTES, SHOUP_TWIDDLE_MAX_BYTES,
+};
 
 use ark_ff::{FftField, Field};
 

@@ -14,6 +14,7 @@ pub const CUZK_ERR_INTERNAL: u32 = 6;
 pub const CUZK_STATUS_MESSAGE_BYTES: u32 = 256;
 pub const CUZK_NTT_MAX_PASS_BITS: u32 = 9;
 pub const CUZK_NTT_ROOTS_BYTES: u32 = 20480;
+pub const CUZK_NTT_SHOUP_ENTRY_BYTES: u32 = 80;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cuzk_status {
@@ -51,6 +52,7 @@ unsafe extern "C" {
         lo_bits: u32,
         pass_tw: *const *const ::core::ffi::c_void,
         pass_tw_count: u32,
+        pass_tw_shoup: u32,
         roots: *const ::core::ffi::c_void,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
@@ -76,6 +78,18 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn cuzk_ntt_powers(
+        device: i32,
+        out: *mut ::core::ffi::c_void,
+        log_b: u32,
+        log_n: u32,
+        tw_lo: *const ::core::ffi::c_void,
+        tw_hi: *const ::core::ffi::c_void,
+        lo_bits: u32,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_ntt_powers_shoup(
         device: i32,
         out: *mut ::core::ffi::c_void,
         log_b: u32,

@@ -31,6 +31,10 @@ extern "C" {
  * roots of every pass, 2^(CUZK_NTT_MAX_PASS_BITS - 1) entries of 80 bytes. */
 #define CUZK_NTT_ROOTS_BYTES 20480
 
+/* Bytes of one entry of a Shoup twiddle table (cuzk_ntt_powers_shoup): w
+ * plain (8 limbs), its Shoup constant (9 limbs), 12 bytes of padding. */
+#define CUZK_NTT_SHOUP_ENTRY_BYTES 80
+
 /* In-place decimation-in-frequency NTT (Gentleman-Sande), natural-order
  * input to bit-reversed output, of every vector of the batch, with root
  * w of order 2^log_n given by its two-level tables (tw_lo: 2^lo_bits
@@ -41,13 +45,17 @@ extern "C" {
  * p null, or the half table w_B^k = w^(k * 2^(log_n - log_b[p])) for
  * k < B/2, B = 2^log_b[p], made by cuzk_ntt_powers (the other half follows
  * from w_B^(k + B/2) = -w_B^k), which replaces pass p's two-level twiddle
- * products by loads (one Fr multiply an element less). roots: the
+ * products by loads (one Fr multiply an element less). Bit p of
+ * pass_tw_shoup set: entry p is instead the same half table made by
+ * cuzk_ntt_powers_shoup (CUZK_NTT_SHOUP_ENTRY_BYTES an entry: Shoup's
+ * product, cheaper than Montgomery's, on the loaded twiddle). Every table
+ * 16-byte aligned (else an invalid-argument error). roots: the
  * table cuzk_ntt_roots made from the same tw_lo/tw_hi and log_n (not
  * null). log_n <= 32. */
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
-                         const void* const* pass_tw, uint32_t pass_tw_count, const void* roots,
-                         void* stream);
+                         const void* const* pass_tw, uint32_t pass_tw_count,
+                         uint32_t pass_tw_shoup, const void* roots, void* stream);
 
 /* The butterfly roots of cuzk_ntt_dif for root w of order 2^log_n (given
  * by its two-level tables): w_T^j = w^(j 2^(log_n - t)) for j < 2^(t-1),
@@ -73,6 +81,16 @@ cuzk_status cuzk_ntt_plan(uint32_t log_n, uint32_t* log_b, uint32_t capacity, ui
  * k < B/2, B = 2^log_b). */
 cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
                             const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream);
+
+/* The half twiddle table of cuzk_ntt_powers in Shoup form: entry k (of
+ * CUZK_NTT_SHOUP_ENTRY_BYTES, 2^(log_b - 1) entries) holds w_B^k plain and
+ * its Shoup constant floor(w_B^k 2^288 / r) or one less (V. Shoup, NTL's
+ * MulModPrecon; D. Harvey, J. Symbolic Computation 60, 2014), for
+ * cuzk_ntt_dif's pass_tw_shoup. out: 16-byte aligned (else an
+ * invalid-argument error). */
+cuzk_status cuzk_ntt_powers_shoup(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
+                                  const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
+                                  void* stream);
 
 /* In-place bit-reversal permutation of every vector of the batch. */
 cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uint64_t batch,
