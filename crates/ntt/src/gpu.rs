@@ -203,10 +203,11 @@ pub struct GpuNtt {
 /// Device bytes of the twiddle tables that one direction of a 2^log_n
 /// transform keeps when each pass's table may take up to `max_bytes`: the
 /// sum over the passes of `cuzk_ntt_plan` but the last of the table each
-/// keeps by [`pass_table`] (a pass of sub-problem size B keeps w_B^k for
-/// k < B/2 and takes the other half from w_B^(k + B/2) = -w_B^k: 80 x
-/// 2^(log_b - 1) bytes in Shoup form, else 32 x 2^(log_b - 1)). Needs no
-/// GPU.
+/// keeps (a pass of sub-problem size B keeps w_B^k for k < B/2 and takes
+/// the other half from w_B^(k + B/2) = -w_B^k): 80 x 2^(log_b - 1) bytes
+/// in Shoup form when that is at most [`SHOUP_TWIDDLE_MAX_BYTES`] and
+/// `max_bytes`, else 32 x 2^(log_b - 1) when that is at most `max_bytes`,
+/// else none. Needs no GPU.
 ///
 /// # Errors
 /// [`Error::NoCudaBuild`] in a build without the CUDA sources (the pass plan
