@@ -136,6 +136,27 @@ struct SharedTile {
     }
 };
 
+#ifdef CUZK_NTT_DEV_SADDR
+// An element of a split tile by its 32-bit shared-memory address (low 16
+// bytes at a, high 16 at a + hib): see SharedTile.
+__device__ __forceinline__ Fr sh_ld(uint32_t a, uint32_t hib) {
+    Fr r;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.l[0]), "=r"(r.l[1]), "=r"(r.l[2]), "=r"(r.l[3])
+                 : "r"(a));
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.l[4]), "=r"(r.l[5]), "=r"(r.l[6]), "=r"(r.l[7])
+                 : "r"(a + hib));
+    return r;
+}
+__device__ __forceinline__ void sh_st(uint32_t a, uint32_t hib, const Fr& v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.l[0]), "r"(v.l[1]), "r"(v.l[2]),
+                 "r"(v.l[3]));
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a + hib), "r"(v.l[4]), "r"(v.l[5]),
+                 "r"(v.l[6]), "r"(v.l[7]));
+}
+#endif
+
 // A butterfly root w_T^j of the roots table (cuzk_ntt_roots; global
 // memory, read through the read-only cache). Default: Shoup's product by a
 // constant (fr_shoup.cuh): w plain (not Montgomery) and w' = floor(w 2^288
@@ -424,16 +445,63 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
     const uint32_t sJ = offset_major ? log_w + log_blocks : log_w;
     const uint32_t step = 1u << (log_h + log_w);  // tile index of row + h
     const uint32_t rsh = s + rs;                   // root index jj << (s + rs)
+#ifdef CUZK_NTT_DEV_ROOT_SHIFT
+    const uint32_t rsh6 = rsh + 6, rsh4 = rsh + 4;  // 80 = 2^6 + 2^4
+    static_assert(sizeof(Root) == 80, "CUZK_NTT_DEV_ROOT_SHIFT assumes 80-byte roots");
+#endif
+#ifdef CUZK_NTT_DEV_SADDR /* developer switch: 32-bit shared addresses, set up once a stage */
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(sh.lo);
+    const uint32_t hib = tile << 4, stepb = step << 4;
+#elif defined(CUZK_NTT_DEV_SADDR2)
+    char* const sbase2 = reinterpret_cast<char*>(sh.lo);
+    const uint32_t hib = tile << 4, stepb = step << 4;
+#endif
     constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
 #pragma unroll kUnrollU
     for (uint32_t u = threadIdx.x; u < (tile >> 1); u += blockDim.x) {
         const uint32_t i0 = ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC);
-        const uint32_t i1 = i0 + step;
         const uint32_t jj = (u & mJ) >> sJ;
+#ifdef CUZK_NTT_DEV_SADDR
+        const uint32_t a0 = sbase + (i0 << 4), a1 = a0 + stepb;
+        const Fr a = sh_ld(a0, hib), b = sh_ld(a1, hib);
+        const Fr d = bf_sub(a, b);
+        sh_st(a0, hib, bf_add(a, b));
+#define CUZK_NTT_ST1(v) sh_st(a1, hib, v)
+#elif defined(CUZK_NTT_DEV_SADDR2) /* developer switch: byte offsets from one generic base */
+        char* p0 = sbase2 + (i0 << 4);
+        char* p1 = p0 + stepb;
+        auto ld2 = [&](const char* q) {
+            const uint4 x = *reinterpret_cast<const uint4*>(q), y = *reinterpret_cast<const uint4*>(q + hib);
+            Fr r;
+            r.l[0] = x.x; r.l[1] = x.y; r.l[2] = x.z; r.l[3] = x.w;
+            r.l[4] = y.x; r.l[5] = y.y; r.l[6] = y.z; r.l[7] = y.w;
+            return r;
+        };
+        auto st2 = [&](char* q, const Fr& v) {
+            *reinterpret_cast<uint4*>(q) = make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]);
+            *reinterpret_cast<uint4*>(q + hib) = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
+        };
+        const Fr a = ld2(p0), b = ld2(p1);
+        const Fr d = bf_sub(a, b);
+        st2(p0, bf_add(a, b));
+#define CUZK_NTT_ST1(v) st2(p1, v)
+#else
+        const uint32_t i1 = i0 + step;
         const Fr a = sh.ld(i0), b = sh.ld(i1);
         const Fr d = bf_sub(a, b);
         sh.st(i0, bf_add(a, b));
-        sh.st(i1, jj == 0 ? d : mul_root(d, &roots[jj << rsh]));
+#define CUZK_NTT_ST1(v) sh.st(i1, v)
+#endif
+#ifdef CUZK_NTT_DEV_ROOT_SHIFT /* developer switch: the root's address by shifts and adds (ALU), not IMAD.WIDE */
+        // Byte offset (jj << rsh) * 80 by two variable shifts (ptxas turns
+        // constant multiples into IMAD).
+        const Root* rp = reinterpret_cast<const Root*>(reinterpret_cast<const char*>(roots) +
+                                                       ((jj << rsh6) + (jj << rsh4)));
+        CUZK_NTT_ST1(jj == 0 ? d : mul_root(d, rp));
+#else
+        CUZK_NTT_ST1(jj == 0 ? d : mul_root(d, &roots[jj << rsh]));
+#endif
+#undef CUZK_NTT_ST1
     }
 }
 
@@ -446,6 +514,17 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
 //   log_w: columns per tile (tile = R x W elements);
 //   roots: w_T^j for j < T/2, T = 2^log_t >= R (cuzk_ntt_roots).
 // Grid: one block per tile; tiles enumerate (vector, sub-problem, column group).
+// Developer switches for measuring what the twiddle-table reads cost (wrong
+// results): CUZK_NTT_DEV_TW_HOT reads the first 1024 entries only (cache
+// resident), CUZK_NTT_DEV_TW_COAL entries in the order of the tile's
+// elements (coalesced, streamed once).
+#if defined(CUZK_NTT_DEV_TW_HOT)
+#define CUZK_NTT_TW_INDEX(x) ((x) & 1023u)
+#elif defined(CUZK_NTT_DEV_TW_COAL)
+#define CUZK_NTT_TW_INDEX(x) (((t_id << (log_r + log_w)) + (((uint64_t)p << log_w) | k)) & (half - 1))
+#else
+#define CUZK_NTT_TW_INDEX(x) (x)
+#endif
 template <int MAXG>
 __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r,
                                               uint32_t log_w, const Fr* __restrict__ tw_lo,
@@ -473,9 +552,17 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
         const uint64_t group = packed ? 0 : t_id % groups_per_sub;
         const uint64_t sub = t_id / groups_per_sub;  // over all vectors: sub-problem (packed: tile) index
         const uint64_t base = packed ? sub << (log_r + log_w) : (sub << log_b) + (group << log_w);
+#ifdef CUZK_NTT_DEV_GRID_DIV
+        // Developer switch: tiles after a block's first were loaded during the
+        // last one's finish (below).
+        if (t_id == blockIdx.x)
+#endif
         __syncthreads();
         // Load: element (row t, column k) at base + k + C t (packed: base +
         // k R + t); k fastest across threads.
+#ifdef CUZK_NTT_DEV_GRID_DIV
+        if (t_id == blockIdx.x)
+#endif
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
 #ifdef CUZK_NTT_DEV_NO_GLOBAL /* developer switch: compute alone (wrong results) */
             Fr v;
@@ -520,13 +607,13 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
                         // Half table of Shoup entries (w, w'): any v < 2^256.
                         const uint64_t half = 1ull << (log_b - 1);
                         if (e & half) v = neg_2r(v);
-                        v = mul_root(v, reinterpret_cast<const Root*>(tw_full) + (e & (half - 1)));
+                        v = mul_root(v, reinterpret_cast<const Root*>(tw_full) + CUZK_NTT_TW_INDEX(e & (half - 1)));
                     } else if (tw_full) {
                         // Half table: w_B^(e + B/2) = -w_B^e.
                         v = Fr::reduce_once(v);
                         const uint64_t half = 1ull << (log_b - 1);
                         if (e & half) v = neg_lazy(v);
-                        v = Fr::mul_lazy(v, load_fr(tw_full + (e & (half - 1))));
+                        v = Fr::mul_lazy(v, load_fr(tw_full + CUZK_NTT_TW_INDEX(e & (half - 1))));
                     } else {
                         v = Fr::reduce_once(v);
                         v = Fr::mul_lazy(v, power(tw_lo, tw_hi, lo_bits, e << (log_n - log_b)));
@@ -572,7 +659,24 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
             __syncthreads();
             st += g;
         }
+#ifdef CUZK_NTT_DEV_GRID_DIV
+        // The block's next tile, slot by slot into the slots this thread has
+        // read (each refilled after finish consumed its value).
+        const uint64_t nt = t_id + gridDim.x;
+        const bool more = nt < tiles;
+        const uint64_t ngroup = packed ? 0 : nt % groups_per_sub;
+        const uint64_t nbase = packed ? (nt / groups_per_sub) << (log_r + log_w)
+                                      : ((nt / groups_per_sub) << log_b) + (ngroup << log_w);
+        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+            finish(sh.ld(i), i & (W - 1), i >> log_w);
+            if (more) {
+                const uint32_t k = i & (W - 1), t = i >> log_w;
+                sh.cp_async(i, data + nbase + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs));
+            }
+        }
+#else
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) finish(sh.ld(i), i & (W - 1), i >> log_w);
+#endif
     }
 }
 
@@ -728,6 +832,30 @@ cuzk_status grid_for(int32_t device, uint64_t work, uint32_t threads, uint32_t* 
 #define CUZK_NEED(cond, ...) \
     if (!(cond)) return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, __VA_ARGS__)
 
+// The checks and launch shared by cuzk_ntt_powers and cuzk_ntt_powers_shoup:
+// entries k < 2^(log_b - 1) of w_B^k (B = 2^log_b) from the two-level tables
+// of w_N (N = 2^log_n), written by `kernel` as `Entry`s (Fr or Root).
+template <class Entry>
+cuzk_status launch_powers(const char* name, void (*kernel)(Entry*, uint32_t, uint32_t, const Fr*, const Fr*, uint32_t),
+                          int32_t device, void* out, uint32_t log_b, uint32_t log_n, const void* tw_lo,
+                          const void* tw_hi, uint32_t lo_bits, void* stream) {
+    return guard(name, [&]() -> cuzk_status {
+        CUZK_NEED(log_b >= 1 && log_b <= log_n && log_n <= 32,
+                  "%s: log_b %u, log_n %u (need 1 <= log_b <= log_n <= 32)", name, log_b, log_n);
+        CUZK_NEED(out && tw_lo && tw_hi, "%s: null pointer", name);
+        CUZK_NEED(((uintptr_t)out & (alignof(Entry) - 1)) == 0, "%s: out not %zu-byte aligned", name,
+                  alignof(Entry));
+        CUZK_NEED(lo_bits <= log_n, "%s: lo_bits %u > log_n %u", name, lo_bits, log_n);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, 1ull << (log_b - 1), 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>((Entry*)out, log_b - 1, log_n - log_b,
+                                                          (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
 }  // namespace
 
 extern "C" {
@@ -808,7 +936,12 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
 #else
             const uint64_t cap = 0x7fffffffull;
 #endif
-            const uint32_t blocks = (uint32_t)(tiles < cap ? tiles : cap);
+#ifdef CUZK_NTT_DEV_GRID_DIV /* developer switch: tiles a block (each prefetched during the last one's finish) */
+            const uint64_t want = (tiles + CUZK_NTT_DEV_GRID_DIV - 1) / CUZK_NTT_DEV_GRID_DIV;
+#else
+            const uint64_t want = tiles;
+#endif
+            const uint32_t blocks = (uint32_t)(want < cap ? want : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             const uint32_t shoup = full && p < 32 ? (pass_tw_shoup >> p) & 1u : 0u;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
@@ -851,41 +984,14 @@ cuzk_status cuzk_ntt_roots(int32_t device, void* roots, uint32_t log_n, const vo
 
 cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
                             const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
-    return guard("cuzk_ntt_powers", [&]() -> cuzk_status {
-        CUZK_NEED(log_b >= 1 && log_b <= log_n && log_n <= 32,
-                  "cuzk_ntt_powers: log_b %u, log_n %u (need 1 <= log_b <= log_n <= 32)", log_b,
-                  log_n);
-        CUZK_NEED(out && tw_lo && tw_hi, "cuzk_ntt_powers: null pointer");
-        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_powers: lo_bits %u > log_n %u", lo_bits, log_n);
-        CUZK_CUDA_TRY(cudaSetDevice(device));
-        uint32_t blocks = 0;
-        cuzk_status s = grid_for(device, 1ull << (log_b - 1), 256, &blocks);
-        if (s.code != CUZK_OK) return s;
-        powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
-            (Fr*)out, log_b - 1, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
-        CUZK_CUDA_TRY(cudaGetLastError());
-        return ok();
-    });
+    return launch_powers<Fr>("cuzk_ntt_powers", powers_kernel, device, out, log_b, log_n, tw_lo, tw_hi,
+                             lo_bits, stream);
 }
 
 cuzk_status cuzk_ntt_powers_shoup(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
                                   const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
-    return guard("cuzk_ntt_powers_shoup", [&]() -> cuzk_status {
-        CUZK_NEED(log_b >= 1 && log_b <= log_n && log_n <= 32,
-                  "cuzk_ntt_powers_shoup: log_b %u, log_n %u (need 1 <= log_b <= log_n <= 32)", log_b,
-                  log_n);
-        CUZK_NEED(out && tw_lo && tw_hi, "cuzk_ntt_powers_shoup: null pointer");
-        CUZK_NEED(((uintptr_t)out & 15) == 0, "cuzk_ntt_powers_shoup: out not 16-byte aligned");
-        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_powers_shoup: lo_bits %u > log_n %u", lo_bits, log_n);
-        CUZK_CUDA_TRY(cudaSetDevice(device));
-        uint32_t blocks = 0;
-        cuzk_status s = grid_for(device, 1ull << (log_b - 1), 256, &blocks);
-        if (s.code != CUZK_OK) return s;
-        shoup_powers_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>(
-            (Root*)out, log_b - 1, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
-        CUZK_CUDA_TRY(cudaGetLastError());
-        return ok();
-    });
+    return launch_powers<Root>("cuzk_ntt_powers_shoup", shoup_powers_kernel, device, out, log_b, log_n,
+                               tw_lo, tw_hi, lo_bits, stream);
 }
 
 cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uint64_t batch,
