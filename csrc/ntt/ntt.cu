@@ -530,7 +530,7 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
                                               uint32_t log_w, const Fr* __restrict__ tw_lo,
                                               const Fr* __restrict__ tw_hi, uint32_t lo_bits,
                                               const Fr* __restrict__ tw_full, uint32_t tw_shoup,
-                                              const Root* __restrict__ roots,
+                                              uint32_t tw_tiled, const Root* __restrict__ roots,
                                               uint32_t log_t, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
     const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
@@ -598,7 +598,26 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #else
             v = to_canonical(v);
 #endif
-            if (twiddle) {
+            if (twiddle && tw_tiled) {
+                // Tiled table (cuzk_ntt_powers_tiled): w_B^(bitrev(p) c) at
+                // ((c >> 2) << (log_r + 2)) | (p << 2) | (c & 3), so that a
+                // tile of 4 columns reads its twiddles as one contiguous run.
+                const uint64_t c = (group << log_w) + k;
+                const uint64_t at = ((c >> 2) << (log_r + 2)) | ((uint64_t)p << 2) | (c & 3);
+#if defined(CUZK_NTT_LAZY) && !defined(CUZK_NTT_CANONICAL_STORE)
+                if (tw_shoup) {
+                    v = mul_root(v, reinterpret_cast<const Root*>(tw_full) + at);  // any v < 2^256
+                } else {
+                    v = Fr::mul_lazy(Fr::reduce_once(v), load_fr(tw_full + at));
+                }
+#else
+                if (tw_shoup) {
+                    v = Fr::reduce_once(mul_root(v, reinterpret_cast<const Root*>(tw_full) + at));
+                } else {
+                    v = v * load_fr(tw_full + at);
+                }
+#endif
+            } else if (twiddle) {
                 const uint64_t c = (group << log_w) + k;
                 const uint64_t e = (uint64_t)bitrev(p, log_r) * c;  // < B
                 if (e != 0) {
@@ -683,10 +702,11 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #define CUZK_NTT_PASS_PARAMS                                                                          \
     Fr *__restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r, uint32_t log_w,           \
         const Fr *__restrict__ tw_lo, const Fr *__restrict__ tw_hi, uint32_t lo_bits,                 \
-        const Fr *__restrict__ tw_full, uint32_t tw_shoup, const Root *__restrict__ roots, uint32_t log_t,  \
+        const Fr *__restrict__ tw_full, uint32_t tw_shoup, uint32_t tw_tiled, const Root *__restrict__ roots, \
+        uint32_t log_t, \
         uint64_t tiles
 #define CUZK_NTT_PASS_ARGS \
-    data, log_n, log_b, log_r, log_w, tw_lo, tw_hi, lo_bits, tw_full, tw_shoup, roots, log_t, tiles
+    data, log_n, log_b, log_r, log_w, tw_lo, tw_hi, lo_bits, tw_full, tw_shoup, tw_tiled, roots, log_t, tiles
 
 // The default variant: radix-2 stages with a register cap, so that three
 // blocks of 256 threads fit an SM's 64 Ki registers (uncapped, ptxas takes
@@ -784,6 +804,26 @@ __global__ void shoup_powers_kernel(Root* out, uint32_t log_count, uint32_t shif
         store_root(&out[k], power(lo, hi, lo_bits, k << shift));
 }
 
+// Tiled twiddle table of a pass (cuzk_ntt_powers_tiled): entry
+// ((c >> 2) << (log_r + 2)) | (p << 2) | (c & 3) = w_B^(bitrev_R(p) c) for
+// row p < R = 2^log_r and column c < C = B / R (C >= 4), from w_N^e by the
+// two-level tables (N = 2^log_n, shift = log_n - log_b). Shoup entries
+// (Root) or Montgomery ones (Fr).
+template <class Entry>
+__global__ void tiled_powers_kernel(Entry* out, uint32_t log_b, uint32_t log_r, uint32_t shift, const Fr* lo,
+                                    const Fr* hi, uint32_t lo_bits) {
+    for (uint64_t at = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; at < (1ull << log_b);
+         at += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t p = (uint32_t)(at >> 2) & ((1u << log_r) - 1);
+        const uint64_t c = ((at >> (log_r + 2)) << 2) | (at & 3);
+        const Fr w = power(lo, hi, lo_bits, ((uint64_t)bitrev(p, log_r) * c) << shift);
+        if constexpr (sizeof(Entry) == sizeof(Fr))
+            store_fr(reinterpret_cast<Fr*>(out + at), w);
+        else
+            store_root(reinterpret_cast<Root*>(out + at), w);
+    }
+}
+
 // The pass plan of cuzk_ntt_dif: log_n split into passes of at most
 // kMaxPass bits, as even as possible (ceil share of what is left first);
 // log_b[p] is pass p's sub-problem size. Returns the number of passes.
@@ -863,7 +903,7 @@ extern "C" {
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
                          const void* const* pass_tw, uint32_t pass_tw_count,
-                         uint32_t pass_tw_shoup, const void* roots, void* stream) {
+                         uint32_t pass_tw_shoup, uint32_t pass_tw_tiled, const void* roots, void* stream) {
     return guard("cuzk_ntt_dif", [&]() -> cuzk_status {
         CUZK_NEED(log_n <= 32, "cuzk_ntt_dif: log_n = %u exceeds Fr's two-adicity (32)", log_n);
         CUZK_NEED(data && tw_lo && tw_hi, "cuzk_ntt_dif: null pointer");
@@ -889,6 +929,12 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         uint32_t plan_b[8], plan_r[8];
         const uint32_t passes = plan_passes(log_n, plan_b, plan_r);
+        // A tiled table needs four or more columns: checked before any pass
+        // runs, so that a refused call leaves the data as it was.
+        for (uint32_t p = 0; p < passes && p < pass_tw_count; ++p)
+            CUZK_NEED(!pass_tw[p] || !((pass_tw_tiled >> p) & 1u) || plan_b[p] >= plan_r[p] + 2,
+                      "cuzk_ntt_dif: pass %u has %u columns, too few for a tiled table (need 4)", p,
+                      1u << (plan_b[p] - plan_r[p]));
         for (uint32_t p = 0; p < passes; ++p) {
             const uint32_t log_b = plan_b[p], log_r = plan_r[p];
             const uint32_t log_c = log_b - log_r;
@@ -944,9 +990,10 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const uint32_t blocks = (uint32_t)(want < cap ? want : cap);
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             const uint32_t shoup = full && p < 32 ? (pass_tw_shoup >> p) & 1u : 0u;
+            const uint32_t tiled = full && p < 32 ? (pass_tw_tiled >> p) & 1u : 0u;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
-                full, shoup, (const Root*)roots, roots_log_t(log_n), tiles);
+                full, shoup, tiled, (const Root*)roots, roots_log_t(log_n), tiles);
             CUZK_CUDA_TRY(cudaGetLastError());
         }
         return ok();
@@ -992,6 +1039,32 @@ cuzk_status cuzk_ntt_powers_shoup(int32_t device, void* out, uint32_t log_b, uin
                                   const void* tw_lo, const void* tw_hi, uint32_t lo_bits, void* stream) {
     return launch_powers<Root>("cuzk_ntt_powers_shoup", shoup_powers_kernel, device, out, log_b, log_n,
                                tw_lo, tw_hi, lo_bits, stream);
+}
+
+cuzk_status cuzk_ntt_powers_tiled(int32_t device, void* out, uint32_t log_b, uint32_t log_r, uint32_t log_n,
+                                  uint32_t shoup, const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
+                                  void* stream) {
+    return guard("cuzk_ntt_powers_tiled", [&]() -> cuzk_status {
+        CUZK_NEED(log_r >= 1 && log_b >= log_r + 2 && log_b <= log_n && log_n <= 32,
+                  "cuzk_ntt_powers_tiled: log_r %u, log_b %u, log_n %u (need 1 <= log_r, log_r + 2 <= log_b <= "
+                  "log_n <= 32: four or more columns)",
+                  log_r, log_b, log_n);
+        CUZK_NEED(out && tw_lo && tw_hi, "cuzk_ntt_powers_tiled: null pointer");
+        CUZK_NEED(((uintptr_t)out & 15) == 0, "cuzk_ntt_powers_tiled: out not 16-byte aligned");
+        CUZK_NEED(lo_bits <= log_n, "cuzk_ntt_powers_tiled: lo_bits %u > log_n %u", lo_bits, log_n);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        cuzk_status s = grid_for(device, 1ull << log_b, 256, &blocks);
+        if (s.code != CUZK_OK) return s;
+        if (shoup)
+            tiled_powers_kernel<Root><<<blocks, 256, 0, (cudaStream_t)stream>>>(
+                (Root*)out, log_b, log_r, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
+        else
+            tiled_powers_kernel<Fr><<<blocks, 256, 0, (cudaStream_t)stream>>>(
+                (Fr*)out, log_b, log_r, log_n - log_b, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
 }
 
 cuzk_status cuzk_ntt_bit_reverse(int32_t device, void* data, uint32_t log_n, uint64_t batch,

@@ -5,10 +5,11 @@
  * without the Rust bench.
  *
  *   nvcc -O3 -std=c++17 -arch=sm_90 -I csrc/include csrc/tests/ntt_time.cu -o ntt_time
- *   ./ntt_time 27 [batch] [full] [shoup]  (CUZK_NTT_VARIANT picks the kernel
- *                                   variant; full = 1: full (half) twiddle tables
- *                                   between every two passes; shoup: bit p = pass
- *                                   p's table in Shoup form, default as GpuNtt)
+ *   ./ntt_time 27 [batch] [full] [shoup] [tiled]  (CUZK_NTT_VARIANT picks the
+ *                                   kernel variant; full = 1: full (half) twiddle
+ *                                   tables between every two passes; shoup: bit p =
+ *                                   pass p's table in Shoup form, default as the
+ *                                   64 MiB rule; tiled: bit p = pass p's table tiled)
  */
 #include "../ntt/ntt.cu"
 
@@ -60,11 +61,27 @@ int main(int argc, char** argv) {
     /* Bit p: pass p's table in Shoup form (argument 4, default: the
      * library's choice for GpuNtt, Shoup where it takes at most 64 MiB). */
     const uint32_t shoup_mask = argc > 4 ? (uint32_t)std::strtoul(argv[4], nullptr, 0) : default_shoup_mask(log_n);
+    /* Bit p: pass p's table tiled (argument 5, cuzk_ntt_powers_tiled; Shoup
+     * entries where the Shoup bit is set too; default none). */
+    const uint32_t tiled_mask = argc > 5 ? (uint32_t)std::strtoul(argv[5], nullptr, 0) : 0u;
     std::vector<const void*> pass_tw;
     if (full) {
         uint32_t log_b[8], passes = 0;
         if (cuzk_ntt_plan(log_n, log_b, 8, &passes).code != CUZK_OK) return 1;
         for (uint32_t p = 0; p + 1 < passes; ++p) {
+            if ((tiled_mask >> p) & 1u) { /* B entries in the tiles' order */
+                const bool sh = (shoup_mask >> p) & 1u;
+                void* t;
+                CHECK(cudaMalloc(&t, (sh ? sizeof(Root) : sizeof(Fr)) << log_b[p]));
+                const cuzk_status st = cuzk_ntt_powers_tiled(0, t, log_b[p], log_b[p] - log_b[p + 1], log_n,
+                                                             sh ? 1u : 0u, dlo, dhi, lo_bits, s);
+                if (st.code != CUZK_OK) {
+                    std::printf("cuzk_ntt_powers_tiled: %s\n", st.message);
+                    return 1;
+                }
+                pass_tw.push_back(t);
+                continue;
+            }
             if ((shoup_mask >> p) & 1u) { /* half table of Shoup entries */
                 Root* t;
                 CHECK(cudaMalloc(&t, sizeof(Root) << (log_b[p] - 1)));
@@ -90,7 +107,8 @@ int main(int argc, char** argv) {
     }
     std::vector<float> t = event_times_ms(s, 7, [&] {
         cuzk_status st = cuzk_ntt_dif(0, d, log_n, batch, dlo, dhi, lo_bits, pass_tw.data(),
-                                      (uint32_t)pass_tw.size(), full ? shoup_mask : 0u, roots, s);
+                                      (uint32_t)pass_tw.size(), full ? shoup_mask : 0u,
+                                      full ? tiled_mask : 0u, roots, s);
         if (st.code != CUZK_OK) {
             std::printf("cuzk_ntt_dif: %s\n", st.message);
             std::exit(1);

@@ -152,9 +152,9 @@ fn bad_shapes_are_errors() {
     assert!(e.to_string().contains("nonzero"), "{e}");
 }
 
-/// The pass plan and the full (half) twiddle tables it implies (no GPU needed,
-/// only a CUDA build): the sizes the docs of `GpuNtt` and BENCHMARKS.md
-/// quote for the default 2 GiB limit.
+/// The pass plan and the twiddle tables it implies (no GPU needed, only a
+/// CUDA build): the sizes the docs of `GpuNtt` and BENCHMARKS.md quote for
+/// the least default limit, 2 GiB, and for larger and smaller ones.
 #[test]
 fn full_twiddle_table_sizes_follow_the_pass_plan() {
     use cuzk_ntt::{full_twiddle_bytes, DEFAULT_FULL_TWIDDLE_MAX_BYTES as LIMIT};
@@ -168,25 +168,36 @@ fn full_twiddle_table_sizes_follow_the_pass_plan() {
         eprintln!("skipped: a build without the CUDA sources has no pass plan");
         return;
     };
-    // Half tables: 32 bytes an entry, 80 in Shoup form (up to 64 MiB).
-    // 2^24: passes 8/8/8, half tables for B = 2^24 and 2^16 (Shoup).
-    assert_eq!(b24, 256 * MIB + 80 * (1 << 15));
-    // 2^26: 9/9/8; B = 2^26 (1 GiB) and 2^17 (Shoup, 5 MiB).
-    assert_eq!(bytes(26), Some(1024 * MIB + 5 * MIB));
-    // 2^27: 9/9/9; B = 2^27 (2 GiB, the default limit) and 2^18 (Shoup, 10 MiB).
-    assert_eq!(bytes(27), Some(2048 * MIB + 10 * MIB));
-    // 2^28: 7/7/7/7; B = 2^28 (4 GiB) is over the limit; 2^21 (80 MiB in
-    // Shoup form, over 64 MiB: Montgomery, 32 MiB) and 2^14 (Shoup).
-    assert_eq!(bytes(28), Some(32 * MIB + (80 << 13)));
+    // Forms, fastest first: tiled Shoup (80 B x B), tiled Montgomery
+    // (32 B x B), half Shoup (40 B x B, up to 64 MiB), half Montgomery
+    // (16 B x B). 2^24: passes 8/8/8, B = 2^24 (tiled Shoup, 1.25 GiB) and
+    // 2^16 (tiled Shoup, 5 MiB).
+    assert_eq!(b24, 1280 * MIB + 5 * MIB);
+    // 2^26: 9/9/8; B = 2^26 (tiled Shoup 5 GiB is over the limit: tiled
+    // Montgomery, 2 GiB) and 2^17 (tiled Shoup, 10 MiB).
+    assert_eq!(bytes(26), Some(2048 * MIB + 10 * MIB));
+    // 2^27: 9/9/9; B = 2^27 (half Montgomery, 2 GiB) and 2^18 (tiled Shoup,
+    // 20 MiB).
+    assert_eq!(bytes(27), Some(2048 * MIB + 20 * MIB));
+    // 2^28: 7/7/7/7; B = 2^28 (half Montgomery: 4 GiB) is over the limit;
+    // 2^21 (tiled Shoup, 160 MiB) and 2^14 (tiled Shoup).
+    assert_eq!(bytes(28), Some(160 * MIB + (80 << 14)));
     // One pass: no twiddles between passes.
     assert_eq!(bytes(9), Some(0));
+    // An eighth of an H200's budget (17 GiB): tiled Shoup throughout.
+    assert_eq!(
+        full_twiddle_bytes(27, 17 << 30).unwrap(),
+        (80 << 27) + (80 << 18)
+    );
     assert_eq!(
         full_twiddle_bytes(27, u64::MAX).unwrap(),
-        (32 << 26) + (80 << 17)
+        (80 << 27) + (80 << 18)
     );
-    assert_eq!(full_twiddle_bytes(27, 1 << 30).unwrap(), 10 * MIB);
-    // A limit under the Shoup table: the Montgomery one where it fits.
+    assert_eq!(full_twiddle_bytes(27, 1 << 30).unwrap(), 20 * MIB);
+    // A limit under every other form: the half Montgomery table.
     assert_eq!(full_twiddle_bytes(27, 5 * MIB).unwrap(), 4 * MIB);
+    // 2^27 at 64 MiB (the prover's limit): the second pass's tiled Shoup.
+    assert_eq!(full_twiddle_bytes(27, 64 * MIB).unwrap(), 20 * MIB);
     assert!(full_twiddle_bytes(33, LIMIT).is_err());
 }
 
@@ -267,6 +278,41 @@ fn gpu_two_level_twiddles_match_the_cpu() {
     }
     report(&format!(
         "ntt: GPU with two-level twiddles = CPU for {cases} cases, log sizes 10..=21"
+    ));
+}
+
+/// Every twiddle-table form the engine can pick (`full_twiddle_bytes`):
+/// limits of 16 and 32 bytes an element make the first twiddle pass keep
+/// a half or a tiled Montgomery table (the default limit gives tiled Shoup
+/// tables at these sizes, the other tests' engine).
+#[test]
+fn gpu_table_forms_match_the_cpu() {
+    if gpu_or_skip("ntt gpu tests").is_none() {
+        return;
+    }
+    let mut r = rng("gpu_table_forms_match_the_cpu");
+    let mut cases = 0;
+    for log_n in [12u32, 16, 20, 21] {
+        let a: Vec<Fr> = (0..1usize << log_n).map(|_| Fr::rand(&mut r)).collect();
+        for per_element in [16u64, 32] {
+            let g = GpuNtt::new(0)
+                .expect("GPU NTT engine")
+                .with_full_twiddle_limit(per_element << log_n);
+            for opts in [
+                NttOptions::forward(),
+                NttOptions::inverse().with_order(Order::RN),
+                NttOptions::forward()
+                    .with_order(Order::NR)
+                    .on_default_coset(),
+                NttOptions::inverse().on_default_coset(),
+            ] {
+                gpu_vs_cpu(&g, &a, log_n, opts).unwrap();
+                cases += 1;
+            }
+        }
+    }
+    report(&format!(
+        "ntt: GPU with half and tiled Montgomery tables = CPU for {cases} cases"
     ));
 }
 

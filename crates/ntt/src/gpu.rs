@@ -12,13 +12,64 @@ fn check(s: sys::cuzk_status) -> Result<()> {
     Error::from_status(s.code, s.cuda_error, &s.message)
 }
 
-/// The half twiddle table of one pass on the device.
+/// The twiddle table of one pass on the device.
 struct PassTable {
-    /// 2^(log_b - 1) entries: 32-byte Montgomery-form elements
-    /// (`cuzk_ntt_powers`), or `CUZK_NTT_SHOUP_ENTRY_BYTES`-byte Shoup
-    /// entries (`cuzk_ntt_powers_shoup`), held as whole `Fr`s.
+    /// Entries in the layout and format of `form`, held as whole `Fr`s.
     buf: DeviceBuffer<Fr>,
-    shoup: bool,
+    form: TableForm,
+}
+
+/// How a pass keeps its twiddles w_B^k (B = 2^log_b, R = 2^log_r rows,
+/// C = B / R columns), in the order [`pass_forms`] lists them, fastest
+/// first (H200, BENCHMARKS.md session 14: tiled tables, whose entries a
+/// tile reads as one contiguous run, took 2.6-3.8% off a forward
+/// transform at 2^24 to 2^27 in Shoup form).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TableForm {
+    /// All B twiddles in the tiles' order (`cuzk_ntt_powers_tiled`), as
+    /// Shoup entries: 80 B x B bytes.
+    TiledShoup,
+    /// All B twiddles in the tiles' order, in Montgomery form: 32 B x B.
+    TiledMont,
+    /// w_B^k for k < B/2 (the kernel negates for the other half) as Shoup
+    /// entries (`cuzk_ntt_powers_shoup`): 40 B x B, only up to
+    /// [`SHOUP_TWIDDLE_MAX_BYTES`] (large ones are read scattered: slower
+    /// than Montgomery's).
+    HalfShoup,
+    /// w_B^k for k < B/2 in Montgomery form (`cuzk_ntt_powers`): 16 B x B.
+    HalfMont,
+}
+
+impl TableForm {
+    const ALL: [TableForm; 4] = [
+        TableForm::TiledShoup,
+        TableForm::TiledMont,
+        TableForm::HalfShoup,
+        TableForm::HalfMont,
+    ];
+
+    fn shoup(self) -> bool {
+        matches!(self, TableForm::TiledShoup | TableForm::HalfShoup)
+    }
+
+    fn tiled(self) -> bool {
+        matches!(self, TableForm::TiledShoup | TableForm::TiledMont)
+    }
+
+    /// Bytes of this form's table for a pass of 2^log_b (log_b >= 1).
+    fn bytes(self, log_b: u32) -> u64 {
+        let entry = if self.shoup() {
+            u64::from(sys::CUZK_NTT_SHOUP_ENTRY_BYTES)
+        } else {
+            std::mem::size_of::<Fr>() as u64
+        };
+        entry
+            << if self.tiled() {
+                log_b
+            } else {
+                log_b.saturating_sub(1)
+            }
+    }
 }
 
 /// Powers of one element as two tables on the device:
@@ -31,11 +82,9 @@ struct PowerTables {
     /// scale), kept with them so that no call uploads or waits for it.
     n_inv: Option<DeviceBuffer<Fr>>,
     /// For a root's tables: per pass of the transform (`cuzk_ntt_plan`),
-    /// the half table of that pass's twiddles (`w^(k 2^(log_n - log_b))`,
-    /// k < 2^(log_b - 1); the kernel takes the other half from
-    /// w_B^(k + B/2) = -w_B^k), where it fits
-    /// [`GpuNtt::with_full_twiddle_limit`], in Shoup form where that takes
-    /// at most [`SHOUP_TWIDDLE_MAX_BYTES`].
+    /// the table of that pass's twiddles (`w_B^k = w^(k 2^(log_n - log_b))`)
+    /// in the fastest form ([`TableForm`]) that fits
+    /// [`GpuNtt::full_twiddle_limit`] and the budget, or none.
     pass_tw: Vec<Option<PassTable>>,
     /// For a root's tables: the butterfly roots of every pass with their
     /// Shoup constants (`cuzk_ntt_roots`, `CUZK_NTT_ROOTS_BYTES` = 20 KiB).
@@ -95,7 +144,7 @@ impl PowerTables {
     }
 
     /// Adds the (half) twiddle table of every pass whose table takes at
-    /// most `max_bytes` (see [`pass_table`]) and fits the memory budget;
+    /// most `max_bytes` (see [`pass_forms`]) and fits the memory budget;
     /// the others keep the two-level products. Queued on `stream`.
     fn with_pass_tables(
         mut self,
@@ -104,54 +153,75 @@ impl PowerTables {
         log_n: u32,
         max_bytes: u64,
     ) -> Result<Self> {
-        for b in twiddle_pass_sizes(log_n)? {
-            // The table `pass_table` picks; if the budget has no room for a
-            // Shoup table, the Montgomery one; with no room for that either,
-            // this pass keeps the two-level products.
-            let mut choice = pass_table(b, max_bytes);
+        for (b, r) in twiddle_pass_sizes(log_n)? {
+            // The fastest form `pass_forms` allows; when the budget has no
+            // room for it, the next; with room for none, this pass keeps
+            // the two-level products.
             let mut table = None;
-            while let Some((shoup, bytes)) = choice {
+            for (form, bytes) in pass_forms(b, r, max_bytes) {
                 let elems = bytes.div_ceil(std::mem::size_of::<Fr>() as u64) as usize;
                 match mem.alloc::<Fr>(elems, Strategy::Sync, stream, None) {
                     Ok(t) => {
-                        table = Some((shoup, t));
+                        table = Some((form, t));
                         break;
                     }
-                    Err(Error::OutOfMemory(_)) if shoup => {
-                        let mont = (std::mem::size_of::<Fr>() as u64) << b.saturating_sub(1);
-                        choice = (mont <= max_bytes).then_some((false, mont));
-                    }
-                    Err(Error::OutOfMemory(_)) => break,
+                    Err(Error::OutOfMemory(_)) => continue,
                     Err(e) => return Err(e),
                 }
             }
-            let Some((shoup, mut t)) = table else {
+            let Some((form, mut t)) = table else {
                 self.pass_tw.push(None);
                 continue;
             };
-            let make = if shoup {
-                sys::cuzk_ntt_powers_shoup
-            } else {
-                sys::cuzk_ntt_powers
-            };
-            // SAFETY: `t` holds 2^(b-1) entries of the chosen
-            // format (b >= 1: a pass that makes twiddles has a radix and
-            // columns), 256-byte aligned like every device allocation; the
-            // two-level tables hold 2^lo_bits and 2^(log_n - lo_bits); all
-            // on this device.
+            let (dev, out, lo, hi) = (
+                mem.device(),
+                t.as_mut_ptr().cast(),
+                self.lo.as_ptr().cast(),
+                self.hi.as_ptr().cast(),
+            );
+            // SAFETY: `t` holds `form.bytes(b)` bytes, the entries of the
+            // chosen form (b >= 1: a pass that makes twiddles has a radix
+            // and columns; tiled forms only where it has four columns or
+            // more: pass_forms), 256-byte aligned like every device
+            // allocation; the two-level tables hold 2^lo_bits and
+            // 2^(log_n - lo_bits); all on this device.
             check(unsafe {
-                make(
-                    mem.device(),
-                    t.as_mut_ptr().cast(),
-                    b,
-                    log_n,
-                    self.lo.as_ptr().cast(),
-                    self.hi.as_ptr().cast(),
-                    self.lo_bits,
-                    stream.as_raw(),
-                )
+                match form {
+                    TableForm::TiledShoup | TableForm::TiledMont => sys::cuzk_ntt_powers_tiled(
+                        dev,
+                        out,
+                        b,
+                        r,
+                        log_n,
+                        u32::from(form.shoup()),
+                        lo,
+                        hi,
+                        self.lo_bits,
+                        stream.as_raw(),
+                    ),
+                    TableForm::HalfShoup => sys::cuzk_ntt_powers_shoup(
+                        dev,
+                        out,
+                        b,
+                        log_n,
+                        lo,
+                        hi,
+                        self.lo_bits,
+                        stream.as_raw(),
+                    ),
+                    TableForm::HalfMont => sys::cuzk_ntt_powers(
+                        dev,
+                        out,
+                        b,
+                        log_n,
+                        lo,
+                        hi,
+                        self.lo_bits,
+                        stream.as_raw(),
+                    ),
+                }
             })?;
-            self.pass_tw.push(Some(PassTable { buf: t, shoup }));
+            self.pass_tw.push(Some(PassTable { buf: t, form }));
         }
         Ok(self)
     }
@@ -180,9 +250,10 @@ enum TableKey {
 /// NTTs on one GPU. Keeps a stream, the device's memory manager and the
 /// twiddle tables of every (size, direction, coset) used so far: two tables
 /// of about 2^(log_n/2) elements each (1 MiB at 2^28), and for each root the
-/// twiddle tables of its passes up to [`GpuNtt::with_full_twiddle_limit`]
-/// (256 + 2.5 MiB at 2^24, 1 GiB + 5 MiB at 2^26, 2 GiB + 10 MiB at 2^27,
-/// 32 MiB + 640 KiB at 2^28; see
+/// twiddle tables of its passes up to [`GpuNtt::full_twiddle_limit`]
+/// (at the least default, 2 GiB: 1.25 GiB + 5 MiB at 2^24, 2 GiB + 10 MiB
+/// at 2^26, 2 GiB + 20 MiB at 2^27, 160 MiB + 1.25 MiB at 2^28; with an
+/// H200's 17 GiB, 5 GiB + 10 MiB at 2^26 and 10 GiB + 20 MiB at 2^27; see
 /// [`GpuNtt::full_twiddle_bytes`]) and the 20 KiB table of its butterfly
 /// roots (`cuzk_ntt_roots`). A table that found no room in the
 /// budget when first built stays on the two-level products for the
@@ -196,70 +267,76 @@ pub struct GpuNtt {
     tables: Mutex<HashMap<TableKey, Arc<PowerTables>>>,
     /// Host-to-host transforms copy through pinned staging buffers.
     copies: StagedCopies,
-    /// Largest full (half) twiddle table of one pass, in bytes.
-    full_twiddle_max_bytes: u64,
+    /// Largest twiddle table of one pass, in bytes; `None`: the default
+    /// ([`GpuNtt::full_twiddle_limit`]).
+    full_twiddle_max_bytes: Option<u64>,
 }
 
 /// Device bytes of the twiddle tables that one direction of a 2^log_n
 /// transform keeps when each pass's table may take up to `max_bytes`: the
 /// sum over the passes of `cuzk_ntt_plan` but the last of the table each
-/// keeps (a pass of sub-problem size B keeps w_B^k for k < B/2 and takes
-/// the other half from w_B^(k + B/2) = -w_B^k): 80 x 2^(log_b - 1) bytes
-/// in Shoup form when that is at most [`SHOUP_TWIDDLE_MAX_BYTES`] and
-/// `max_bytes`, else 32 x 2^(log_b - 1) when that is at most `max_bytes`,
-/// else none. Needs no GPU.
+/// keeps, the first of these forms that fits `max_bytes` (for a pass of
+/// sub-problem size B): all B twiddles in the tiles' order as Shoup
+/// entries (80 B x B bytes; passes of four columns or more), the same in
+/// Montgomery form (32 B x B), half of them as Shoup entries (40 B x B, up
+/// to [`SHOUP_TWIDDLE_MAX_BYTES`]), half in Montgomery form (16 B x B);
+/// else none. This assumes the budget has room for each (a table that
+/// does not fit falls back to the next form when built). Needs no GPU.
 ///
 /// # Errors
 /// [`Error::NoCudaBuild`] in a build without the CUDA sources (the pass plan
 /// lives in them); [`Error::InvalidArgument`] for log_n > 32.
 pub fn full_twiddle_bytes(log_n: u32, max_bytes: u64) -> Result<u64> {
     Ok(twiddle_pass_sizes(log_n)?
-        .filter_map(|b| pass_table(b, max_bytes))
+        .filter_map(|(b, r)| pass_forms(b, r, max_bytes).next())
         .map(|(_, bytes)| bytes)
         .sum())
 }
 
-/// Largest twiddle table of one pass (bytes) kept in Shoup form: entries
-/// of w and its Shoup constant (`CUZK_NTT_SHOUP_ENTRY_BYTES` = 80 bytes), on
-/// which the kernel multiplies by Shoup's product instead of Montgomery's
-/// (about 19% fewer multiply-pipe cycles). On the H200 (BENCHMARKS.md,
-/// session 13) the small tables of the second twiddle pass (5 and 10 MiB
-/// at 2^26 and 2^27) took 0.5-0.7% off a forward transform, while the
-/// 640 MiB one of 2^24's first pass cost 4% (80 scattered bytes an
-/// element instead of 32); larger tables stay in Montgomery form.
+/// Largest half twiddle table of one pass (bytes) kept in Shoup form:
+/// entries of w and its Shoup constant (`CUZK_NTT_SHOUP_ENTRY_BYTES` = 80
+/// bytes), on which the kernel multiplies by Shoup's product instead of
+/// Montgomery's (about 19% fewer multiply-pipe cycles). A half table is
+/// read scattered: on the H200 (BENCHMARKS.md, session 13) the 640 MiB one
+/// of 2^24's first pass cost 4% against Montgomery's 32 bytes an element.
+/// Tiled tables (read in order) take Shoup form at any size.
 pub const SHOUP_TWIDDLE_MAX_BYTES: u64 = 64 << 20;
 
-/// The table a pass of sub-problem size 2^log_b (log_b >= 1) keeps under a
-/// limit of `max_bytes`: `Some((shoup, bytes))`, Shoup form when its
-/// 80 x 2^(log_b - 1) bytes are at most [`SHOUP_TWIDDLE_MAX_BYTES`] and
-/// `max_bytes`, else Montgomery form (32 x 2^(log_b - 1) bytes) when that
-/// is at most `max_bytes`, else `None` (two-level products).
-fn pass_table(log_b: u32, max_bytes: u64) -> Option<(bool, u64)> {
-    let half = log_b.saturating_sub(1);
-    let shoup = u64::from(sys::CUZK_NTT_SHOUP_ENTRY_BYTES) << half;
-    if shoup <= SHOUP_TWIDDLE_MAX_BYTES.min(max_bytes) {
-        return Some((true, shoup));
-    }
-    let mont = (std::mem::size_of::<Fr>() as u64) << half;
-    (mont <= max_bytes).then_some((false, mont))
+/// The table forms a pass of sub-problem size 2^log_b with 2^log_r rows
+/// may keep under a limit of `max_bytes`, fastest first, with their bytes:
+/// tiled forms only where the pass has four columns or more (log_b >=
+/// log_r + 2), half Shoup tables only up to [`SHOUP_TWIDDLE_MAX_BYTES`].
+fn pass_forms(log_b: u32, log_r: u32, max_bytes: u64) -> impl Iterator<Item = (TableForm, u64)> {
+    TableForm::ALL.into_iter().filter_map(move |form| {
+        let bytes = form.bytes(log_b);
+        let allowed = bytes <= max_bytes
+            && (!form.tiled() || log_b >= log_r + 2)
+            && (form != TableForm::HalfShoup || bytes <= SHOUP_TWIDDLE_MAX_BYTES);
+        allowed.then_some((form, bytes))
+    })
 }
 
-/// log2 of the sub-problem size B of every pass of a 2^log_n transform
-/// that makes twiddles (`cuzk_ntt_plan`'s passes but the last), in order.
-fn twiddle_pass_sizes(log_n: u32) -> Result<impl Iterator<Item = u32>> {
+/// (log2 of the sub-problem size B, log2 of the rows R) of every pass of a
+/// 2^log_n transform that makes twiddles (`cuzk_ntt_plan`'s passes but the
+/// last), in order: R of pass p is B of pass p over B of pass p + 1.
+fn twiddle_pass_sizes(log_n: u32) -> Result<impl Iterator<Item = (u32, u32)>> {
     let mut log_b = [0u32; 8];
     let mut passes = 0u32;
     // SAFETY: out-pointers to 8 entries and a count; no GPU work.
     check(unsafe { sys::cuzk_ntt_plan(log_n, log_b.as_mut_ptr(), 8, &mut passes) })?;
-    Ok(log_b.into_iter().take((passes as usize).saturating_sub(1)))
+    let n = (passes as usize).saturating_sub(1);
+    Ok((0..n).map(move |p| (log_b[p], log_b[p] - log_b[p + 1])))
 }
 
-/// Default of [`GpuNtt::with_full_twiddle_limit`]: 2 GiB, the (half) table
-/// of a 2^27-element pass. With it 2^24, 2^26 and 2^27 transforms keep
-/// tables for both of their twiddle passes (256 + 2.5 MiB, 1 GiB + 5 MiB
-/// and 2 GiB + 10 MiB, the second in Shoup form: [`SHOUP_TWIDDLE_MAX_BYTES`]),
-/// a 2^28 one for all but its first (32 MiB + 640 KiB; the first would take
-/// 4 GiB).
+/// Default of [`GpuNtt::with_full_twiddle_limit`], the least of it: 2 GiB.
+/// Without a limit set, an engine takes the larger of this and an eighth
+/// of its memory budget's limit ([`GpuNtt::full_twiddle_limit`]). At 2 GiB
+/// a 2^24 transform keeps tiled Shoup tables for both of its twiddle
+/// passes (1.25 GiB + 5 MiB), 2^26 a tiled Montgomery one and a tiled
+/// Shoup one (2 GiB + 10 MiB), 2^27 a half Montgomery one and a tiled
+/// Shoup one (2 GiB + 20 MiB); with an eighth of an H200's 139 GiB (17 GiB)
+/// 2^26 and 2^27 keep tiled Shoup tables throughout (5 GiB + 10 MiB, 10 GiB
+/// + 20 MiB).
 pub const DEFAULT_FULL_TWIDDLE_MAX_BYTES: u64 = 2 << 30;
 
 impl std::fmt::Debug for GpuNtt {
@@ -292,34 +369,46 @@ impl GpuNtt {
             stream,
             tables: Mutex::new(HashMap::new()),
             copies: StagedCopies::default(),
-            full_twiddle_max_bytes: DEFAULT_FULL_TWIDDLE_MAX_BYTES,
+            full_twiddle_max_bytes: None,
         })
     }
 
     /// Sets the largest twiddle table (bytes) that one pass of a
-    /// transform may keep on the device (default
-    /// [`DEFAULT_FULL_TWIDDLE_MAX_BYTES`]; 0 turns them off). A pass of
-    /// sub-problem size B = 2^log_b between two shared-memory rounds needs
-    /// the B twiddles w_B^k; with a table (w_B^k for k < B/2, 16 B x B, or
-    /// 40 B x B in Shoup form up to [`SHOUP_TWIDDLE_MAX_BYTES`],
-    /// built once per size and direction on first use, from the memory
-    /// budget; the other half is -w_B^(k - B/2)) each is a load instead of
-    /// a two-level product: one Fr multiply an element less. On the H200
-    /// (BENCHMARKS.md) tables for every pass took 7-9% off a forward
-    /// transform; the default limit gives 2^24, 2^26 and 2^27 tables for
-    /// every pass. Tables already built keep their size.
+    /// transform may keep on the device (default: the larger of
+    /// [`DEFAULT_FULL_TWIDDLE_MAX_BYTES`] and an eighth of the memory
+    /// budget's limit; 0 turns them off). A pass of sub-problem size
+    /// B = 2^log_b between two shared-memory rounds needs the B twiddles
+    /// w_B^k; with a table (the forms of [`full_twiddle_bytes`], from 80 B x
+    /// B bytes for all of them in the tiles' order as Shoup entries down to
+    /// 16 B x B for half of them in Montgomery form, built once per size
+    /// and direction on first use, from the memory budget) each is a load
+    /// instead of a two-level product: one Fr multiply an element less. On
+    /// the H200 (BENCHMARKS.md) half tables for every pass took 7-9% off a
+    /// forward transform, tiled Shoup ones another 2.6-3.8%. Tables
+    /// already built keep their form.
     pub fn with_full_twiddle_limit(mut self, bytes: u64) -> Self {
-        self.full_twiddle_max_bytes = bytes;
+        self.full_twiddle_max_bytes = Some(bytes);
         self
+    }
+
+    /// The largest twiddle table (bytes) one pass may keep: the limit set
+    /// by [`GpuNtt::with_full_twiddle_limit`], else the larger of
+    /// [`DEFAULT_FULL_TWIDDLE_MAX_BYTES`] and an eighth of the memory
+    /// budget's limit (17 GiB on an H200 with the default budget).
+    pub fn full_twiddle_limit(&self) -> u64 {
+        self.full_twiddle_max_bytes.unwrap_or_else(|| {
+            let eighth = self.mem.budget().limit_bytes().unwrap_or(0) / 8;
+            DEFAULT_FULL_TWIDDLE_MAX_BYTES.max(eighth)
+        })
     }
 
     /// Device bytes of the twiddle tables that one direction of a
     /// 2^log_n transform keeps under this engine's limit (see
-    /// [`GpuNtt::with_full_twiddle_limit`] and [`full_twiddle_bytes`]). For
+    /// [`GpuNtt::full_twiddle_limit`] and [`full_twiddle_bytes`]). For
     /// planning memory (the forward and the inverse root each keep one
     /// set); 0 when the pass plan is unavailable (a build without CUDA).
     pub fn full_twiddle_bytes(&self, log_n: u32) -> u64 {
-        full_twiddle_bytes(log_n, self.full_twiddle_max_bytes).unwrap_or(0)
+        full_twiddle_bytes(log_n, self.full_twiddle_limit()).unwrap_or(0)
     }
 
     /// The memory manager (for device buffers to transform).
@@ -347,7 +436,7 @@ impl GpuNtt {
                 &self.mem,
                 &self.stream,
                 log_n,
-                self.full_twiddle_max_bytes,
+                self.full_twiddle_limit(),
             )?;
         }
         let x = Arc::new(tables);
@@ -437,20 +526,22 @@ impl GpuNtt {
                     .map_or(std::ptr::null(), |t| t.buf.as_ptr().cast())
             })
             .collect();
-        let pass_tw_shoup = rt
-            .pass_tw
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.as_ref().is_some_and(|t| t.shoup))
-            .fold(0u32, |m, (p, _)| m | (1 << p));
+        let mask = |f: fn(TableForm) -> bool| {
+            rt.pass_tw
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.as_ref().is_some_and(|t| f(t.form)))
+                .fold(0u32, |m, (p, _)| m | (1 << p))
+        };
+        let (pass_tw_shoup, pass_tw_tiled) = (mask(TableForm::shoup), mask(TableForm::tiled));
         let roots = rt
             .roots
             .as_ref()
             .map_or(std::ptr::null(), |r| r.as_ptr().cast());
         let dif = || {
             // SAFETY: tables of 2^lo_bits and 2^(log_n - lo_bits) elements,
-            // per pass null or 2^(log_b[p] - 1) entries in the format its
-            // bit of pass_tw_shoup names (with_pass_tables)
+            // per pass null or the table of the form its bits of
+            // pass_tw_shoup and pass_tw_tiled name (with_pass_tables)
             // and the roots table of this root (with_roots),
             // all held by the table cache, which outlives the kernels.
             check(unsafe {
@@ -465,6 +556,7 @@ impl GpuNtt {
                     pass_tw.as_ptr(),
                     pass_tw.len() as u32,
                     pass_tw_shoup,
+                    pass_tw_tiled,
                     roots,
                     s,
                 )

@@ -53,6 +53,7 @@ unsafe extern "C" {
         pass_tw: *const *const ::core::ffi::c_void,
         pass_tw_count: u32,
         pass_tw_shoup: u32,
+        pass_tw_tiled: u32,
         roots: *const ::core::ffi::c_void,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
@@ -94,6 +95,20 @@ unsafe extern "C" {
         out: *mut ::core::ffi::c_void,
         log_b: u32,
         log_n: u32,
+        tw_lo: *const ::core::ffi::c_void,
+        tw_hi: *const ::core::ffi::c_void,
+        lo_bits: u32,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_ntt_powers_tiled(
+        device: i32,
+        out: *mut ::core::ffi::c_void,
+        log_b: u32,
+        log_r: u32,
+        log_n: u32,
+        shoup: u32,
         tw_lo: *const ::core::ffi::c_void,
         tw_hi: *const ::core::ffi::c_void,
         lo_bits: u32,

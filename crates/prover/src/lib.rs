@@ -286,12 +286,13 @@ fn ms(t: Instant) -> f64 {
 /// are the identity (variables whose QAP polynomial is zero).
 const SPARSE_DIVISOR: usize = 8;
 
-/// Largest full (half) twiddle table of one NTT pass a prover's NTT engine
-/// keeps, in bytes: 64 MiB, so that at 2^27 only the second pass boundary
-/// gets one (4 MiB), not the first (2 GiB + the inverse root's 2 GiB).
-/// Those would make the NTTs about 8% faster, a few ms of a proof's
-/// seconds, for 4 GiB more in every worker's working set (cuzk-ntt's
-/// default, 2 GiB, suits a lone transform).
+/// Largest twiddle table of one NTT pass a prover's NTT engine keeps, in
+/// bytes: 64 MiB, so that at 2^27 only the second pass boundary gets one
+/// (20 MiB, tiled Shoup entries), not the first (2 to 10 GiB, and as much
+/// again for the inverse root). Those would make the NTTs about 8-11%
+/// faster, a few ms of a proof's seconds, for gigabytes more in every
+/// worker's working set (cuzk-ntt's default, at least 2 GiB, suits a lone
+/// transform).
 const PROVER_FULL_TWIDDLE_MAX_BYTES: u64 = 64 << 20;
 
 /// Bytes of a G1 point in XYZZ coordinates (four base-field elements).
@@ -595,7 +596,7 @@ impl Prover {
     ///
     /// - the H stage: A, B, C on the coset and the quotient, four vectors of
     ///   2^log_n scalars (32 bytes each), plus the NTT engine's twiddle
-    ///   tables, two-level and full (half tables between passes up to 64 MiB
+    ///   tables, two-level and full (tables between passes up to 64 MiB
     ///   a pass, [`GpuNtt::full_twiddle_bytes`], for the root and its
     ///   inverse; kept by the engine after the first proof);
     /// - plus the largest MSM of the key (A, B in G1 and G2, H, L, taken
@@ -615,7 +616,7 @@ impl Prover {
         // table of 2^ceil(log_n/2) and one of 2^floor(log_n/2) powers (and
         // n^-1); counted as six for margin.
         let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
-        // Plus the full (half) twiddle tables of the root and of its inverse.
+        // Plus the full twiddle tables of the root and of its inverse.
         let full = self
             .gpu
             .as_ref()

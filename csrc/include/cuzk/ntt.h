@@ -48,14 +48,19 @@ extern "C" {
  * products by loads (one Fr multiply an element less). Bit p of
  * pass_tw_shoup set: entry p is instead the same half table made by
  * cuzk_ntt_powers_shoup (CUZK_NTT_SHOUP_ENTRY_BYTES an entry: Shoup's
- * product, cheaper than Montgomery's, on the loaded twiddle). Every table
- * 16-byte aligned (else an invalid-argument error). roots: the
+ * product, cheaper than Montgomery's, on the loaded twiddle). Bit p of
+ * pass_tw_tiled set: entry p is instead pass p's tiled table made by
+ * cuzk_ntt_powers_tiled with log_r = log_b[p] - log_b[p + 1] (all B
+ * twiddles in the order the pass's tiles read them: contiguous loads
+ * instead of scattered ones; Shoup entries when bit p of pass_tw_shoup is
+ * set too; the pass needs four or more columns, else an invalid-argument
+ * error). Every table 16-byte aligned (else an invalid-argument error). roots: the
  * table cuzk_ntt_roots made from the same tw_lo/tw_hi and log_n (not
  * null). log_n <= 32. */
 cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t batch,
                          const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
                          const void* const* pass_tw, uint32_t pass_tw_count,
-                         uint32_t pass_tw_shoup, const void* roots, void* stream);
+                         uint32_t pass_tw_shoup, uint32_t pass_tw_tiled, const void* roots, void* stream);
 
 /* The butterfly roots of cuzk_ntt_dif for root w of order 2^log_n (given
  * by its two-level tables): w_T^j = w^(j 2^(log_n - t)) for j < 2^(t-1),
@@ -90,6 +95,20 @@ cuzk_status cuzk_ntt_powers(int32_t device, void* out, uint32_t log_b, uint32_t 
  * invalid-argument error). */
 cuzk_status cuzk_ntt_powers_shoup(int32_t device, void* out, uint32_t log_b, uint32_t log_n,
                                   const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
+                                  void* stream);
+
+/* The tiled twiddle table of a pass with sub-problems of B = 2^log_b and
+ * R = 2^log_r rows (C = B / R >= 4 columns: log_r >= 1, log_r + 2 <=
+ * log_b <= log_n, else an invalid-argument error): entry
+ * ((c >> 2) << (log_r + 2)) | (p << 2) | (c & 3) holds w_B^(bitrev_R(p) c),
+ * the twiddle of row p, column c, with w_B = w^(2^(log_n - log_b)) and w
+ * given by its two-level tables as in cuzk_ntt_dif. B entries (twice the
+ * half tables), in Montgomery form (32 bytes) or, with shoup != 0, as
+ * cuzk_ntt_powers_shoup's entries (CUZK_NTT_SHOUP_ENTRY_BYTES), for
+ * cuzk_ntt_dif's pass_tw_tiled. out: 16-byte aligned (else an
+ * invalid-argument error). */
+cuzk_status cuzk_ntt_powers_tiled(int32_t device, void* out, uint32_t log_b, uint32_t log_r, uint32_t log_n,
+                                  uint32_t shoup, const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
                                   void* stream);
 
 /* In-place bit-reversal permutation of every vector of the batch. */
