@@ -136,27 +136,6 @@ struct SharedTile {
     }
 };
 
-#ifdef CUZK_NTT_DEV_SADDR
-// An element of a split tile by its 32-bit shared-memory address (low 16
-// bytes at a, high 16 at a + hib): see SharedTile.
-__device__ __forceinline__ Fr sh_ld(uint32_t a, uint32_t hib) {
-    Fr r;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.l[0]), "=r"(r.l[1]), "=r"(r.l[2]), "=r"(r.l[3])
-                 : "r"(a));
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.l[4]), "=r"(r.l[5]), "=r"(r.l[6]), "=r"(r.l[7])
-                 : "r"(a + hib));
-    return r;
-}
-__device__ __forceinline__ void sh_st(uint32_t a, uint32_t hib, const Fr& v) {
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.l[0]), "r"(v.l[1]), "r"(v.l[2]),
-                 "r"(v.l[3]));
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a + hib), "r"(v.l[4]), "r"(v.l[5]),
-                 "r"(v.l[6]), "r"(v.l[7]));
-}
-#endif
-
 // A butterfly root w_T^j of the roots table (cuzk_ntt_roots; global
 // memory, read through the read-only cache). Default: Shoup's product by a
 // constant (fr_shoup.cuh): w plain (not Montgomery) and w' = floor(w 2^288
@@ -449,59 +428,24 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
     const uint32_t rsh6 = rsh + 6, rsh4 = rsh + 4;  // 80 = 2^6 + 2^4
     static_assert(sizeof(Root) == 80, "CUZK_NTT_DEV_ROOT_SHIFT assumes 80-byte roots");
 #endif
-#ifdef CUZK_NTT_DEV_SADDR /* developer switch: 32-bit shared addresses, set up once a stage */
-    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(sh.lo);
-    const uint32_t hib = tile << 4, stepb = step << 4;
-#elif defined(CUZK_NTT_DEV_SADDR2)
-    char* const sbase2 = reinterpret_cast<char*>(sh.lo);
-    const uint32_t hib = tile << 4, stepb = step << 4;
-#endif
     constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
 #pragma unroll kUnrollU
     for (uint32_t u = threadIdx.x; u < (tile >> 1); u += blockDim.x) {
         const uint32_t i0 = ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC);
-        const uint32_t jj = (u & mJ) >> sJ;
-#ifdef CUZK_NTT_DEV_SADDR
-        const uint32_t a0 = sbase + (i0 << 4), a1 = a0 + stepb;
-        const Fr a = sh_ld(a0, hib), b = sh_ld(a1, hib);
-        const Fr d = bf_sub(a, b);
-        sh_st(a0, hib, bf_add(a, b));
-#define CUZK_NTT_ST1(v) sh_st(a1, hib, v)
-#elif defined(CUZK_NTT_DEV_SADDR2) /* developer switch: byte offsets from one generic base */
-        char* p0 = sbase2 + (i0 << 4);
-        char* p1 = p0 + stepb;
-        auto ld2 = [&](const char* q) {
-            const uint4 x = *reinterpret_cast<const uint4*>(q), y = *reinterpret_cast<const uint4*>(q + hib);
-            Fr r;
-            r.l[0] = x.x; r.l[1] = x.y; r.l[2] = x.z; r.l[3] = x.w;
-            r.l[4] = y.x; r.l[5] = y.y; r.l[6] = y.z; r.l[7] = y.w;
-            return r;
-        };
-        auto st2 = [&](char* q, const Fr& v) {
-            *reinterpret_cast<uint4*>(q) = make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]);
-            *reinterpret_cast<uint4*>(q + hib) = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
-        };
-        const Fr a = ld2(p0), b = ld2(p1);
-        const Fr d = bf_sub(a, b);
-        st2(p0, bf_add(a, b));
-#define CUZK_NTT_ST1(v) st2(p1, v)
-#else
         const uint32_t i1 = i0 + step;
+        const uint32_t jj = (u & mJ) >> sJ;
         const Fr a = sh.ld(i0), b = sh.ld(i1);
         const Fr d = bf_sub(a, b);
         sh.st(i0, bf_add(a, b));
-#define CUZK_NTT_ST1(v) sh.st(i1, v)
-#endif
 #ifdef CUZK_NTT_DEV_ROOT_SHIFT /* developer switch: the root's address by shifts and adds (ALU), not IMAD.WIDE */
         // Byte offset (jj << rsh) * 80 by two variable shifts (ptxas turns
         // constant multiples into IMAD).
         const Root* rp = reinterpret_cast<const Root*>(reinterpret_cast<const char*>(roots) +
                                                        ((jj << rsh6) + (jj << rsh4)));
-        CUZK_NTT_ST1(jj == 0 ? d : mul_root(d, rp));
+        sh.st(i1, jj == 0 ? d : mul_root(d, rp));
 #else
-        CUZK_NTT_ST1(jj == 0 ? d : mul_root(d, &roots[jj << rsh]));
+        sh.st(i1, jj == 0 ? d : mul_root(d, &roots[jj << rsh]));
 #endif
-#undef CUZK_NTT_ST1
     }
 }
 
