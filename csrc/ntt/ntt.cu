@@ -451,9 +451,12 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
 
 // One four-step pass over every vector of the batch.
 //   log_n: vector size; log_b: sub-problem size B (contiguous blocks of B);
-//   tw_full: null, or the half table w_B^k for k < B/2 (w_B^(k + B/2) =
-//   -w_B^k; then the twiddles between passes are loads instead of
-//   two-level products: one Fr multiply an element less);
+//   tw_full: null, or the pass's twiddle table: tw_tiled set, all B
+//   twiddles in the tiles' order (cuzk_ntt_powers_tiled); else the half
+//   table w_B^k for k < B/2 (w_B^(k + B/2) = -w_B^k); tw_shoup set: Shoup
+//   entries (Root), else Montgomery Fr. With a table the twiddles between
+//   passes are loads instead of two-level products (one Fr multiply an
+//   element less);
 //   log_r: radix R of this pass; columns have stride C = B / R;
 //   log_w: columns per tile (tile = R x W elements);
 //   roots: w_T^j for j < T/2, T = 2^log_t >= R (cuzk_ntt_roots).
@@ -827,8 +830,7 @@ cuzk_status launch_powers(const char* name, void (*kernel)(Entry*, uint32_t, uin
         CUZK_NEED(log_b >= 1 && log_b <= log_n && log_n <= 32,
                   "%s: log_b %u, log_n %u (need 1 <= log_b <= log_n <= 32)", name, log_b, log_n);
         CUZK_NEED(out && tw_lo && tw_hi, "%s: null pointer", name);
-        CUZK_NEED(((uintptr_t)out & (alignof(Entry) - 1)) == 0, "%s: out not %zu-byte aligned", name,
-                  alignof(Entry));
+        CUZK_NEED(((uintptr_t)out & 15) == 0, "%s: out not 16-byte aligned", name);
         CUZK_NEED(lo_bits <= log_n, "%s: lo_bits %u > log_n %u", name, lo_bits, log_n);
         CUZK_CUDA_TRY(cudaSetDevice(device));
         uint32_t blocks = 0;
@@ -858,6 +860,14 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
                   pass_tw_count);
         for (uint32_t p = 0; p < pass_tw_count; ++p)
             CUZK_NEED(((uintptr_t)pass_tw[p] & 15) == 0, "cuzk_ntt_dif: pass_tw[%u] not 16-byte aligned", p);
+        uint32_t plan_b[8], plan_r[8];
+        const uint32_t passes = plan_passes(log_n, plan_b, plan_r);
+        // A tiled table needs four or more columns: checked before any
+        // work, so that a refused call leaves the data and device as they were.
+        for (uint32_t p = 0; p < passes && p < pass_tw_count; ++p)
+            CUZK_NEED(!pass_tw[p] || !((pass_tw_tiled >> p) & 1u) || plan_b[p] >= plan_r[p] + 2,
+                      "cuzk_ntt_dif: pass %u has %u columns, too few for a tiled table (need 4)", p,
+                      1u << (plan_b[p] - plan_r[p]));
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
@@ -871,14 +881,6 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
                                            (int)smem_max));
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        uint32_t plan_b[8], plan_r[8];
-        const uint32_t passes = plan_passes(log_n, plan_b, plan_r);
-        // A tiled table needs four or more columns: checked before any pass
-        // runs, so that a refused call leaves the data as it was.
-        for (uint32_t p = 0; p < passes && p < pass_tw_count; ++p)
-            CUZK_NEED(!pass_tw[p] || !((pass_tw_tiled >> p) & 1u) || plan_b[p] >= plan_r[p] + 2,
-                      "cuzk_ntt_dif: pass %u has %u columns, too few for a tiled table (need 4)", p,
-                      1u << (plan_b[p] - plan_r[p]));
         for (uint32_t p = 0; p < passes; ++p) {
             const uint32_t log_b = plan_b[p], log_r = plan_r[p];
             const uint32_t log_c = log_b - log_r;
@@ -989,7 +991,7 @@ cuzk_status cuzk_ntt_powers_tiled(int32_t device, void* out, uint32_t log_b, uin
                                   uint32_t shoup, const void* tw_lo, const void* tw_hi, uint32_t lo_bits,
                                   void* stream) {
     return guard("cuzk_ntt_powers_tiled", [&]() -> cuzk_status {
-        CUZK_NEED(log_r >= 1 && log_b >= log_r + 2 && log_b <= log_n && log_n <= 32,
+        CUZK_NEED(log_b >= 2 && log_r >= 1 && log_r <= log_b - 2 && log_b <= log_n && log_n <= 32,
                   "cuzk_ntt_powers_tiled: log_r %u, log_b %u, log_n %u (need 1 <= log_r, log_r + 2 <= log_b <= "
                   "log_n <= 32: four or more columns)",
                   log_r, log_b, log_n);

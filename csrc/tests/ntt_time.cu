@@ -29,8 +29,10 @@ static std::vector<Fr> random_fr(size_t n, std::mt19937_64& rng) {
     return v;
 }
 
-/* GpuNtt's choice (crates/ntt/src/gpu.rs): Shoup tables for the passes
- * whose Shoup table takes at most 64 MiB. */
+/* Session 13's rule for half tables (crates/ntt/src/gpu.rs,
+ * SHOUP_TWIDDLE_MAX_BYTES): Shoup form for the passes whose half Shoup
+ * table takes at most 64 MiB. GpuNtt now keeps tiled Shoup tables where its
+ * limit allows (arguments 3 3 here). */
 static uint32_t default_shoup_mask(uint32_t log_n) {
     uint32_t log_b[8], passes = 0, mask = 0;
     if (cuzk_ntt_plan(log_n, log_b, 8, &passes).code != CUZK_OK) return 0;
@@ -58,8 +60,8 @@ int main(int argc, char** argv) {
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
     const bool full = argc > 3 && std::atoi(argv[3]) != 0;
-    /* Bit p: pass p's table in Shoup form (argument 4, default: the
-     * library's choice for GpuNtt, Shoup where it takes at most 64 MiB). */
+    /* Bit p: pass p's table in Shoup form (argument 4, default: the 64 MiB
+     * rule of half tables, default_shoup_mask). */
     const uint32_t shoup_mask = argc > 4 ? (uint32_t)std::strtoul(argv[4], nullptr, 0) : default_shoup_mask(log_n);
     /* Bit p: pass p's table tiled (argument 5, cuzk_ntt_powers_tiled; Shoup
      * entries where the Shoup bit is set too; default none). */

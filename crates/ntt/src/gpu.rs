@@ -143,7 +143,7 @@ impl PowerTables {
         Ok(self)
     }
 
-    /// Adds the (half) twiddle table of every pass whose table takes at
+    /// Adds the twiddle table of every pass whose table takes at
     /// most `max_bytes` (see [`pass_forms`]) and fits the memory budget;
     /// the others keep the two-level products. Queued on `stream`.
     fn with_pass_tables(
