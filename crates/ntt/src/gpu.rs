@@ -22,7 +22,7 @@ struct PassTable {
 /// How a pass keeps its twiddles w_B^k (B = 2^log_b, R = 2^log_r rows,
 /// C = B / R columns), in the order [`pass_forms`] lists them, fastest
 /// first (H200, BENCHMARKS.md session 14: tiled tables, whose entries a
-/// tile reads as one contiguous run, took 2.6-3.8% off a forward
+/// tile reads as one contiguous run, took 3.2-4.3% off a forward
 /// transform at 2^24 to 2^27 in Shoup form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TableForm {
@@ -384,7 +384,7 @@ impl GpuNtt {
     /// and direction on first use, from the memory budget) each is a load
     /// instead of a two-level product: one Fr multiply an element less. On
     /// the H200 (BENCHMARKS.md) half tables for every pass took 7-9% off a
-    /// forward transform, tiled Shoup ones another 2.6-3.8%. Tables
+    /// forward transform, tiled Shoup ones another 3.2-4.3%. Tables
     /// already built keep their form.
     pub fn with_full_twiddle_limit(mut self, bytes: u64) -> Self {
         self.full_twiddle_max_bytes = Some(bytes);
