@@ -213,6 +213,45 @@ cuzk_status cuzk_stream_synchronize(int32_t device, void* stream) {
     });
 }
 
+cuzk_status cuzk_event_create(int32_t device, void** event) {
+    return guard("cuzk_event_create", [&]() -> cuzk_status {
+        CUZK_NEED(event, "cuzk_event_create: null out-pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        cudaEvent_t e = nullptr;
+        CUZK_CUDA_TRY(cudaEventCreate(&e));
+        *event = (void*)e;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_event_destroy(int32_t device, void* event) {
+    return guard("cuzk_event_destroy", [&]() -> cuzk_status {
+        CUZK_NEED(event, "cuzk_event_destroy: null event");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaEventDestroy((cudaEvent_t)event));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_event_record(int32_t device, void* event, void* stream) {
+    return guard("cuzk_event_record", [&]() -> cuzk_status {
+        CUZK_NEED(event, "cuzk_event_record: null event");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
+        return ok();
+    });
+}
+
+cuzk_status cuzk_event_elapsed_ms(int32_t device, void* start, void* stop, float* ms) {
+    return guard("cuzk_event_elapsed_ms", [&]() -> cuzk_status {
+        CUZK_NEED(start && stop && ms, "cuzk_event_elapsed_ms: null pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        CUZK_CUDA_TRY(cudaEventSynchronize((cudaEvent_t)stop));
+        CUZK_CUDA_TRY(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)stop));
+        return ok();
+    });
+}
+
 cuzk_status cuzk_device_synchronize(int32_t device) {
     return guard("cuzk_device_synchronize", [&]() -> cuzk_status {
         CUZK_CUDA_TRY(cudaSetDevice(device));

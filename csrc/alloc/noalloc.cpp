@@ -26,6 +26,10 @@ cuzk_status cuzk_stream_create(int32_t, void**) { return cuzk::no_cuda_build("cu
 cuzk_status cuzk_stream_destroy(int32_t, void*) { return cuzk::no_cuda_build("cuzk_stream_destroy"); }
 cuzk_status cuzk_stream_synchronize(int32_t, void*) { return cuzk::no_cuda_build("cuzk_stream_synchronize"); }
 cuzk_status cuzk_device_synchronize(int32_t) { return cuzk::no_cuda_build("cuzk_device_synchronize"); }
+cuzk_status cuzk_event_create(int32_t, void**) { return cuzk::no_cuda_build("cuzk_event_create"); }
+cuzk_status cuzk_event_destroy(int32_t, void*) { return cuzk::no_cuda_build("cuzk_event_destroy"); }
+cuzk_status cuzk_event_record(int32_t, void*, void*) { return cuzk::no_cuda_build("cuzk_event_record"); }
+cuzk_status cuzk_event_elapsed_ms(int32_t, void*, void*, float*) { return cuzk::no_cuda_build("cuzk_event_elapsed_ms"); }
 cuzk_status cuzk_memcpy_async(int32_t, void*, const void*, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_memcpy_async"); }
 cuzk_status cuzk_fill_u32(int32_t, void*, uint64_t, uint32_t, void*) { return cuzk::no_cuda_build("cuzk_fill_u32"); }
 

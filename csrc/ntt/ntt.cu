@@ -69,6 +69,10 @@ constexpr uint32_t kLastLogW = CUZK_NTT_LAST_LOG_W;
 // butterflies a thread a stage (session 12 and 13, BENCHMARKS.md).
 constexpr uint32_t kTileDiv = CUZK_NTT_TILE_DIV;
 constexpr int kMaxPass = CUZK_NTT_MAX_PASS_BITS;
+#ifndef CUZK_NTT_STREAM_OUT_LOG /* developer switch: fewest elements (log2) for streaming pass outputs */
+#define CUZK_NTT_STREAM_OUT_LOG 22
+#endif
+constexpr uint32_t kStreamOutLog = CUZK_NTT_STREAM_OUT_LOG;
 static_assert(kTileLog >= kMaxPass, "a tile must hold one column of the largest pass (smem_max)");
 
 __device__ __forceinline__ Fr load_fr(const Fr* p) {
@@ -86,6 +90,14 @@ __device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
     d[1] = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
 }
 
+// store_fr as streaming stores (st.global.cs: evict first), for outputs not
+// read again while they could stay in L2.
+__device__ __forceinline__ void store_fr_cs(Fr* p, const Fr& v) {
+    uint4* d = reinterpret_cast<uint4*>(p);
+    __stcs(d, make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]));
+    __stcs(d + 1, make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]));
+}
+
 // A tile of Fr elements in shared memory. Split layout (default): the low
 // and the high 16 bytes of element i at lo[i] and lo[tile + i], so that
 // lanes on consecutive elements read consecutive 16-byte words (no bank
@@ -94,9 +106,11 @@ __device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
 // One conflict is left: with 4 columns a tile (log_w = 2: the 9-bit passes
 // of 2^26 and 2^27, the 2^10 tiles of 8-bit passes, packed last passes) the
 // offset-major stages h = 2..32 put two 2h-blocks, 128 h bytes apart, in
-// one 8-lane phase (2-way). Shared memory is not the
-// bound (2% of the stall samples); an XOR swizzle of the row would remove
-// it (docs/ntt-next.md).
+// one 8-lane phase (2-way), and so does the last stage (h = 1: rows 2b and
+// 2b + 2). Shared memory is not the bound (2% of the stall samples): an XOR
+// swizzle that removes every conflict (bit 2 of the index flipped by the
+// parity of row bits 1..6) was 0.8-1.7% slower for its POPC and ALU work
+// (session 15, BENCHMARKS.md).
 struct SharedTile {
     uint4* lo;
     uint32_t tile;
@@ -472,7 +486,10 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
 #else
 #define CUZK_NTT_TW_INDEX(x) (x)
 #endif
-template <int MAXG>
+// CS: the pass stores its outputs as streaming stores (store_fr_cs), for
+// transforms far larger than L2 (the next pass reads them only after the
+// whole pass has streamed through L2).
+template <int MAXG, bool CS = false>
 __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r,
                                               uint32_t log_w, const Fr* __restrict__ tw_lo,
                                               const Fr* __restrict__ tw_hi, uint32_t lo_bits,
@@ -604,7 +621,9 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #ifdef CUZK_NTT_DEV_NO_GLOBAL
             if (v.l[0] == 0xdeadbeefu && v.l[1] == 0x12345678u)
 #endif
-            store_fr(data + base + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs), v);
+            Fr* out = data + base + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs);
+            if constexpr (CS) store_fr_cs(out, v);
+            else store_fr(out, v);
         };
         // log_r radix-2 DIF stages on every column, up to three at a time in
         // registers (radix-8 units): one shared-memory round trip and one
@@ -666,7 +685,10 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #ifndef CUZK_NTT_MAXNREG /* developer switch */
 #define CUZK_NTT_MAXNREG 64
 #endif
-__global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) { ntt_pass_body<1>(CUZK_NTT_PASS_ARGS); }
+template <bool CS>
+__global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) {
+    ntt_pass_body<1, CS>(CUZK_NTT_PASS_ARGS);
+}
 
 // The register radix-4/8 variants (CUZK_NTT_VARIANT 1..3).
 template <int MAXG, int MINB>
@@ -871,10 +893,15 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
-        using Kernel = decltype(&ntt_pass_r2);
-        const Kernel kernels[kNumVariants] = {ntt_pass_r2, ntt_pass<2, 2>, ntt_pass<3, 2>,
+        using Kernel = decltype(&ntt_pass_r2<false>);
+        const Kernel kernels[kNumVariants] = {ntt_pass_r2<false>, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
-        const Kernel kernel = kernels[variant];
+        // Streaming stores of the pass outputs from 2^22 elements (128 MiB,
+        // over twice the H200's 50 MB of L2) in all: the data streams
+        // through L2 anyway, and evict-first outputs leave the roots and the
+        // twiddle tables there (session 15, H200: 2^27 -0.3%, 2^24 even).
+        const bool stream_out = log_n >= kStreamOutLog || (batch << log_n) >= (1ull << kStreamOutLog);
+        const Kernel kernel = variant == 0 && stream_out ? ntt_pass_r2<true> : kernels[variant];
         const size_t smem_max = sizeof(Fr) << kTileLog;
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
         CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -4,7 +4,7 @@
 //! GPU unless `CUZK_REQUIRE_GPU=1`. The tests measure the device's free
 //! memory, so they run one at a time (a lock), and none of them is timed.
 
-use cuzk_alloc::{fmt_bytes, BudgetConfig, DeviceMemory, Error, Strategy, Stream};
+use cuzk_alloc::{fmt_bytes, BudgetConfig, DeviceMemory, Error, Event, Strategy, Stream};
 use cuzk_tests::{gpu_or_skip, report, rng};
 use rand::Rng;
 use std::sync::{Arc, Mutex};
@@ -446,5 +446,37 @@ fn staged_copies_round_trip() {
     report(&format!(
         "alloc: staged copies (chunk {chunk} bytes) round-trip 8 sizes up to 48 MiB"
     ));
+    mem.check_all_returned().unwrap();
+}
+
+/// Events time work on a stream: filling 256 MiB takes a positive time
+/// below a second (the H200 writes it in well under 1 ms); an event never
+/// recorded gives an error, not a time, and the device stays usable.
+#[test]
+fn events_time_work_on_a_stream() {
+    let Some(dev) = gpu_or_skip("events_time_work_on_a_stream") else {
+        return;
+    };
+    let _s = serial();
+    let mem = DeviceMemory::from_env(dev).unwrap();
+    let stream = Stream::new(dev).unwrap();
+    let value: u32 = rng("events_time_work_on_a_stream").gen();
+    let words = (256 * MIB / 4) as usize;
+    let mut d = mem
+        .alloc::<u32>(words, Strategy::Async, &stream, None)
+        .unwrap();
+    let (start, stop) = (Event::new(dev).unwrap(), Event::new(dev).unwrap());
+    start.record(&stream).unwrap();
+    d.fill_words(value).unwrap();
+    stop.record(&stream).unwrap();
+    let ms = start.elapsed_ms(&stop).unwrap();
+    report(&format!("filling 256 MiB: {ms:.3} ms (CUDA events)"));
+    assert!(ms > 0.0 && ms < 1000.0, "elapsed {ms} ms");
+    let never = Event::new(dev).unwrap();
+    assert!(matches!(start.elapsed_ms(&never), Err(Error::Cuda { .. })));
+    let mut back = vec![0u32; words];
+    d.copy_to_host(&mut back).unwrap();
+    assert!(back.iter().all(|&w| w == value));
+    drop(d);
     mem.check_all_returned().unwrap();
 }

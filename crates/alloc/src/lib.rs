@@ -15,7 +15,8 @@
 //!   waiting or shrinking when workers compete, and planning answers
 //!   ([`Budget::fits`], [`Budget::workers_that_fit`], [`Budget::chunk_elements`]).
 //! - RAII memory: [`DeviceBuffer`] (typed, with its stream), [`PinnedBuffer`]
-//!   (`cudaHostAlloc`), [`HostRegistration`] (`cudaHostRegister`), [`Stream`].
+//!   (`cudaHostAlloc`), [`HostRegistration`] (`cudaHostRegister`), [`Stream`],
+//!   [`Event`] (timing work on a stream).
 //!
 //! Built on the CUDA runtime through cuzk's C ABI (`csrc/alloc`), so its
 //! pointers and streams go straight to the other crates' kernels.
@@ -30,6 +31,6 @@ pub use budget::{
 };
 pub use cuzk_field::{Error, Result};
 pub use device::{
-    DeviceBuffer, DeviceMemory, HostRegistration, PinnedBuffer, StagedCopies, Staging, Stats,
-    Strategy, StrategyStats, Stream, DEFAULT_STAGING_CHUNK_BYTES,
+    DeviceBuffer, DeviceMemory, Event, HostRegistration, PinnedBuffer, StagedCopies, Staging,
+    Stats, Strategy, StrategyStats, Stream, DEFAULT_STAGING_CHUNK_BYTES,
 };

@@ -135,6 +135,27 @@ unsafe extern "C" {
     pub fn cuzk_device_synchronize(device: i32) -> cuzk_status;
 }
 unsafe extern "C" {
+    pub fn cuzk_event_create(device: i32, event: *mut *mut ::core::ffi::c_void) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_event_destroy(device: i32, event: *mut ::core::ffi::c_void) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_event_record(
+        device: i32,
+        event: *mut ::core::ffi::c_void,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_event_elapsed_ms(
+        device: i32,
+        start: *mut ::core::ffi::c_void,
+        stop: *mut ::core::ffi::c_void,
+        ms: *mut f32,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
     pub fn cuzk_memcpy_async(
         device: i32,
         dst: *mut ::core::ffi::c_void,

@@ -91,6 +91,34 @@ fn wall_ms(reps: usize, mut f: impl FnMut()) -> f64 {
     median(times)
 }
 
+/// As [`wall_ms`], timed by CUDA events on `stream` around each call
+/// (`f` queues work there): device time from the first queued operation to
+/// the last, the way the sppark peer's figures are taken; ms, median.
+fn event_ms(reps: usize, stream: &cuzk_alloc::Stream, mut f: impl FnMut()) -> Result<f64> {
+    let (start, stop) = (
+        cuzk_alloc::Event::new(stream.device())?,
+        cuzk_alloc::Event::new(stream.device())?,
+    );
+    let warm = Instant::now();
+    f();
+    stream.synchronize()?;
+    while warm.elapsed().as_secs_f64() < 0.2 {
+        f();
+        stream.synchronize()?;
+    }
+    let mut times = Vec::with_capacity(reps);
+    let mut spent = 0.0;
+    while times.len() < reps || (spent < 200.0 && times.len() < 50) {
+        start.record(stream)?;
+        f();
+        stop.record(stream)?;
+        let ms = f64::from(start.elapsed_ms(&stop)?);
+        spent += ms;
+        times.push(ms);
+    }
+    Ok(median(times))
+}
+
 struct Case<A, B> {
     kind: Kind,
     op: Op,
@@ -312,7 +340,8 @@ fn alloc_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool) -> Result<
 }
 
 /// NTT at a ladder of sizes: GPU device-resident (wall time around the
-/// queued transform plus a stream synchronize; median of 5 after a warm-up),
+/// queued transform plus a stream synchronize, and CUDA events around it as
+/// the sppark peer is timed; median of 5 after a warm-up),
 /// GPU host-to-host (copies included, pageable host memory), and ark-poly on
 /// all CPU cores.
 fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) -> Result<()> {
@@ -374,6 +403,25 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
                 elements: n,
                 median_ms: ms,
                 timing: "device-resident, wall with stream sync",
+            });
+        }
+        // The same transforms timed as the sppark peer is (CUDA events
+        // around each call on its stream), for a like-for-like comparison.
+        for (order, label) in [
+            (Order::NN, "cuzk GPU, natural order (NN), CUDA events"),
+            (Order::NR, "cuzk GPU, bit-reversed out (NR), CUDA events"),
+        ] {
+            let opts = NttOptions::forward().with_order(order);
+            let ms = event_ms(5, g.stream(), || {
+                g.ntt_device(&mut d, log_n, opts).expect("ntt")
+            })?;
+            figs.push(Figure {
+                layer: "ntt",
+                name: name.clone(),
+                implementation: label,
+                elements: n,
+                median_ms: ms,
+                timing: "device-resident, CUDA events",
             });
         }
         if log_n >= 24 {

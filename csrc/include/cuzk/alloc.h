@@ -64,6 +64,15 @@ cuzk_status cuzk_stream_destroy(int32_t device, void* stream);
 cuzk_status cuzk_stream_synchronize(int32_t device, void* stream);
 cuzk_status cuzk_device_synchronize(int32_t device);
 
+/* Events for timing work on a stream: cudaEventCreate (timing enabled) on
+ * `device`, cudaEventDestroy, cudaEventRecord on `stream`, and the time in
+ * milliseconds from `start` to `stop` (cudaEventElapsedTime, after waiting
+ * for `stop` with cudaEventSynchronize; both must have been recorded). */
+cuzk_status cuzk_event_create(int32_t device, void** event);
+cuzk_status cuzk_event_destroy(int32_t device, void* event);
+cuzk_status cuzk_event_record(int32_t device, void* event, void* stream);
+cuzk_status cuzk_event_elapsed_ms(int32_t device, void* start, void* stop, float* ms);
+
 /* Asynchronous copies on `stream` (cudaMemcpyAsync with cudaMemcpyDefault:
  * any direction, unified addressing). */
 cuzk_status cuzk_memcpy_async(int32_t device, void* dst, const void* src, uint64_t bytes, void* stream);
