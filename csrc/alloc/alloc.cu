@@ -216,6 +216,7 @@ cuzk_status cuzk_stream_synchronize(int32_t device, void* stream) {
 cuzk_status cuzk_event_create(int32_t device, void** event) {
     return guard("cuzk_event_create", [&]() -> cuzk_status {
         CUZK_NEED(event, "cuzk_event_create: null out-pointer");
+        *event = nullptr;
         CUZK_CUDA_TRY(cudaSetDevice(device));
         cudaEvent_t e = nullptr;
         CUZK_CUDA_TRY(cudaEventCreate(&e));

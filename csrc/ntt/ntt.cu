@@ -73,6 +73,7 @@ constexpr int kMaxPass = CUZK_NTT_MAX_PASS_BITS;
 #define CUZK_NTT_STREAM_OUT_LOG 22
 #endif
 constexpr uint32_t kStreamOutLog = CUZK_NTT_STREAM_OUT_LOG;
+static_assert(kStreamOutLog < 64, "CUZK_NTT_STREAM_OUT_LOG: a shift of a 64-bit count");
 static_assert(kTileLog >= kMaxPass, "a tile must hold one column of the largest pass (smem_max)");
 
 __device__ __forceinline__ Fr load_fr(const Fr* p) {
@@ -618,12 +619,14 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #endif
                 }
             }
+            Fr* out = data + base + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs);
 #ifdef CUZK_NTT_DEV_NO_GLOBAL
             if (v.l[0] == 0xdeadbeefu && v.l[1] == 0x12345678u)
 #endif
-            Fr* out = data + base + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs);
-            if constexpr (CS) store_fr_cs(out, v);
-            else store_fr(out, v);
+            {
+                if constexpr (CS) store_fr_cs(out, v);
+                else store_fr(out, v);
+            }
         };
         // log_r radix-2 DIF stages on every column, up to three at a time in
         // registers (radix-8 units): one shared-memory round trip and one
@@ -900,7 +903,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         // over twice the H200's 50 MB of L2) in all: the data streams
         // through L2 anyway, and evict-first outputs leave the roots and the
         // twiddle tables there (session 15, H200: 2^27 -0.3%, 2^24 even).
-        const bool stream_out = log_n >= kStreamOutLog || (batch << log_n) >= (1ull << kStreamOutLog);
+        const bool stream_out = log_n >= kStreamOutLog || batch >= (1ull << (kStreamOutLog - log_n));
         const Kernel kernel = variant == 0 && stream_out ? ntt_pass_r2<true> : kernels[variant];
         const size_t smem_max = sizeof(Fr) << kTileLog;
         // Raising the dynamic shared-memory limit is idempotent: do it each call.

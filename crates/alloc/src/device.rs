@@ -148,7 +148,9 @@ impl Event {
     /// A new event on `device`.
     ///
     /// # Errors
-    /// [`Error::NoCudaBuild`], [`Error::NoDevice`] or [`Error::Cuda`].
+    /// [`Error::NoCudaBuild`], [`Error::NoDevice`] without a GPU,
+    /// [`Error::InvalidArgument`] for an ordinal that names none, or
+    /// [`Error::Cuda`].
     pub fn new(device: i32) -> Result<Event> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: out-pointer valid for the call.
@@ -181,10 +183,18 @@ impl Event {
     /// resolution), after waiting for `stop`. Both must have been recorded.
     ///
     /// # Errors
-    /// [`Error::Cuda`] (`cudaErrorInvalidResourceHandle` or
-    /// `cudaErrorNotReady` when one was not recorded, or the error of failed
-    /// work before `stop`).
+    /// [`Error::InvalidArgument`] when the events belong to different
+    /// devices; [`Error::Cuda`]: `cudaErrorInvalidResourceHandle` when one
+    /// was never recorded, `cudaErrorNotReady` when this one has not
+    /// completed yet (recorded after `stop` on another stream), or the error
+    /// of failed work before `stop`.
     pub fn elapsed_ms(&self, stop: &Event) -> Result<f32> {
+        if stop.device != self.device {
+            return Err(Error::InvalidArgument(format!(
+                "events of devices {} and {} cannot be compared",
+                self.device, stop.device
+            )));
+        }
         let mut ms = 0f32;
         // SAFETY: live events of this device; out-pointer valid for the call.
         check(unsafe { sys::cuzk_event_elapsed_ms(self.device, self.raw.0, stop.raw.0, &mut ms) })?;
