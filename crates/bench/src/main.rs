@@ -387,41 +387,39 @@ fn ntt_layer(figs: &mut Vec<Figure>, gpu: Option<i32>, quick: bool, full: bool) 
             .memory()
             .alloc::<Fr>(n, cuzk_alloc::Strategy::Async, g.stream(), None)?;
         d.copy_from_host(&data)?;
-        for (order, label) in [
-            (Order::NN, "cuzk GPU, natural order (NN)"),
-            (Order::NR, "cuzk GPU, bit-reversed out (NR)"),
+        // Wall time around the call and a stream synchronize; then the same
+        // transforms timed as the sppark peer is (CUDA events around each
+        // call on its stream), for a like-for-like comparison.
+        for (order, events, label) in [
+            (Order::NN, false, "cuzk GPU, natural order (NN)"),
+            (Order::NR, false, "cuzk GPU, bit-reversed out (NR)"),
+            (Order::NN, true, "cuzk GPU, natural order (NN), CUDA events"),
+            (
+                Order::NR,
+                true,
+                "cuzk GPU, bit-reversed out (NR), CUDA events",
+            ),
         ] {
             let opts = NttOptions::forward().with_order(order);
-            let ms = wall_ms(5, || {
-                g.ntt_device(&mut d, log_n, opts).expect("ntt");
-                g.stream().synchronize().expect("sync");
-            });
+            let (ms, timing) = if events {
+                let ms = event_ms(5, g.stream(), || {
+                    g.ntt_device(&mut d, log_n, opts).expect("ntt")
+                })?;
+                (ms, "device-resident, CUDA events")
+            } else {
+                let ms = wall_ms(5, || {
+                    g.ntt_device(&mut d, log_n, opts).expect("ntt");
+                    g.stream().synchronize().expect("sync");
+                });
+                (ms, "device-resident, wall with stream sync")
+            };
             figs.push(Figure {
                 layer: "ntt",
                 name: name.clone(),
                 implementation: label,
                 elements: n,
                 median_ms: ms,
-                timing: "device-resident, wall with stream sync",
-            });
-        }
-        // The same transforms timed as the sppark peer is (CUDA events
-        // around each call on its stream), for a like-for-like comparison.
-        for (order, label) in [
-            (Order::NN, "cuzk GPU, natural order (NN), CUDA events"),
-            (Order::NR, "cuzk GPU, bit-reversed out (NR), CUDA events"),
-        ] {
-            let opts = NttOptions::forward().with_order(order);
-            let ms = event_ms(5, g.stream(), || {
-                g.ntt_device(&mut d, log_n, opts).expect("ntt")
-            })?;
-            figs.push(Figure {
-                layer: "ntt",
-                name: name.clone(),
-                implementation: label,
-                elements: n,
-                median_ms: ms,
-                timing: "device-resident, CUDA events",
+                timing,
             });
         }
         if log_n >= 24 {
