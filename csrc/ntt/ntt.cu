@@ -443,12 +443,9 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
     const uint32_t rsh6 = rsh + 6, rsh4 = rsh + 4;  // 80 = 2^6 + 2^4
     static_assert(sizeof(Root) == 80, "CUZK_NTT_DEV_ROOT_SHIFT assumes 80-byte roots");
 #endif
-    constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
-#pragma unroll kUnrollU
-    for (uint32_t u = threadIdx.x; u < (tile >> 1); u += blockDim.x) {
-        const uint32_t i0 = ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC);
+    // One butterfly: rows i0 and i0 + h of a column, root index jj.
+    auto unit = [&](uint32_t i0, uint32_t jj) {
         const uint32_t i1 = i0 + step;
-        const uint32_t jj = (u & mJ) >> sJ;
         const Fr a = sh.ld(i0), b = sh.ld(i1);
         const Fr d = bf_sub(a, b);
         sh.st(i0, bf_add(a, b));
@@ -461,7 +458,32 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
 #else
         sh.st(i1, jj == 0 ? d : mul_root(d, &roots[jj << rsh]));
 #endif
+    };
+    auto map_i0 = [&](uint32_t u) { return ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC); };
+    auto map_jj = [&](uint32_t u) { return (u & mJ) >> sJ; };
+    constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
+#ifndef CUZK_NTT_DEV_UNIT_MAP
+    // Four units a thread (large transforms: blocks of tile / 8 threads),
+    // as straight-line code. The map is linear in the bits of u, and the
+    // thread's units are u = tid + m T (T = blockDim.x, a power of two above
+    // tid's bits): the thread's part is mapped once a stage, the parts of T
+    // and 2 T are the block's (uniform registers). Session 16, H200: 2^27
+    // -0.5%, 2^26 -1.0%, 2^24 -1.4%; the same two units a trip of a rolled
+    // loop were 1% slower at 2^27, and byte addresses with uniform offsets
+    // had no fewer instructions (ptxas rebuilds the same LEAs).
+    if (tile == 8 * blockDim.x) {
+        const uint32_t tid = threadIdx.x, T = blockDim.x;
+        const uint32_t i0_t = map_i0(tid), jj_t = map_jj(tid);
+        const uint32_t i0_1 = map_i0(T), jj_1 = map_jj(T), i0_2 = map_i0(2 * T), jj_2 = map_jj(2 * T);
+        unit(i0_t, jj_t);
+        unit(i0_t + i0_1, jj_t + jj_1);
+        unit(i0_t + i0_2, jj_t + jj_2);
+        unit(i0_t + i0_1 + i0_2, jj_t + jj_1 + jj_2);
+        return;
     }
+#endif
+#pragma unroll kUnrollU
+    for (uint32_t u = threadIdx.x; u < (tile >> 1); u += blockDim.x) unit(map_i0(u), map_jj(u));
 }
 
 // One four-step pass over every vector of the batch.
@@ -490,7 +512,10 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
 // CS: the pass stores its outputs as streaming stores (store_fr_cs), for
 // transforms far larger than L2 (the next pass reads them only after the
 // whole pass has streamed through L2).
-template <int MAXG, bool CS = false>
+// KTL: log2 of the tile when the kernel is built for one tile size (0: any,
+// from log_r + log_w), so that the offset of an element's high half in
+// shared memory is an immediate (session 16).
+template <int MAXG, bool CS = false, int KTL = 0>
 __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t log_n, uint32_t log_b, uint32_t log_r,
                                               uint32_t log_w, const Fr* __restrict__ tw_lo,
                                               const Fr* __restrict__ tw_hi, uint32_t lo_bits,
@@ -498,10 +523,10 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
                                               uint32_t tw_tiled, const Root* __restrict__ roots,
                                               uint32_t log_t, uint64_t tiles) {
     extern __shared__ uint4 smem_raw[];
-    const SharedTile sh{smem_raw, 1u << (log_r + log_w)};
+    const uint32_t R = 1u << log_r, W = 1u << log_w, tile = KTL ? 1u << KTL : R * W;
+    const SharedTile sh{smem_raw, tile};
     const uint32_t rs = log_t - log_r;  // w_R^j = w_T^(j 2^rs)
 
-    const uint32_t R = 1u << log_r, W = 1u << log_w, tile = R * W;
     const uint32_t log_c = log_b - log_r;
     // Packed tiles: a pass of one column (log_c = 0, the last pass) holds W
     // whole sub-problems a tile, sub-problem k of the tile as its column k
@@ -510,13 +535,26 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
     const bool packed = log_c == 0 && log_w > 0;
     const uint32_t log_cs = packed ? log_r : 0;      // column stride in global memory
     const uint32_t log_rs = packed ? 0 : log_c;      // row stride in global memory
-    const uint64_t C = 1ull << log_c;
-    const uint32_t groups_per_sub = packed ? 1u : (uint32_t)(C >> log_w);  // column groups per sub-problem
+    // Column groups per sub-problem: C / W = 2^log_gps (a shift and a mask
+    // per tile instead of a 64-bit division).
+    const uint32_t log_gps = packed ? 0u : log_c - log_w;
+    // A thread keeps its column k through the load and finish loops when the
+    // block's stride is a whole number of rows (W <= blockDim.x): its global
+    // address, and its entry of a tiled twiddle table, then advance by fixed
+    // steps (session 16: strength reduction of the per-element index
+    // arithmetic); otherwise each element computes its own.
+    const bool fixed_k = (blockDim.x & (W - 1)) == 0;
+    const uint32_t k0 = threadIdx.x & (W - 1), p0 = threadIdx.x >> log_w, dp = blockDim.x >> log_w;
+    const uint64_t g_step = (uint64_t)dp << log_rs;  // elements between a thread's consecutive rows
 
     for (uint64_t t_id = blockIdx.x; t_id < tiles; t_id += gridDim.x) {
-        const uint64_t group = packed ? 0 : t_id % groups_per_sub;
-        const uint64_t sub = t_id / groups_per_sub;  // over all vectors: sub-problem (packed: tile) index
+        const uint64_t group = packed ? 0 : t_id & ((1ull << log_gps) - 1);
+        const uint64_t sub = t_id >> log_gps;  // over all vectors: sub-problem (packed: tile) index
         const uint64_t base = packed ? sub << (log_r + log_w) : (sub << log_b) + (group << log_w);
+        // Global offset of the tile's element (row t, column k).
+        auto g_at = [&](uint32_t k, uint32_t t) -> uint64_t {
+            return base + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs);
+        };
 #ifdef CUZK_NTT_DEV_GRID_DIV
         // Developer switch: tiles after a block's first were loaded during the
         // last one's finish (below).
@@ -528,18 +566,28 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #ifdef CUZK_NTT_DEV_GRID_DIV
         if (t_id == blockIdx.x)
 #endif
-        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+        {
 #ifdef CUZK_NTT_DEV_NO_GLOBAL /* developer switch: compute alone (wrong results) */
-            Fr v;
-            for (int q = 0; q < 8; ++q) v.l[q] = q == 0 ? (uint32_t)(base + i) : 0u;
-            sh.st(i, v);
+            for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+                Fr v;
+                for (int q = 0; q < 8; ++q) v.l[q] = q == 0 ? (uint32_t)(base + i) : 0u;
+                sh.st(i, v);
+            }
 #else
-            const uint32_t k = i & (W - 1), t = i >> log_w;
+            auto load = [&](uint32_t i, const Fr* src) {
 #ifdef CUZK_NTT_NO_CP_ASYNC /* developer switch: loads through registers */
-            sh.st(i, load_fr(data + base + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs)));
+                sh.st(i, load_fr(src));
 #else
-            sh.cp_async(i, data + base + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs));
+                sh.cp_async(i, src);
 #endif
+            };
+            if (fixed_k) {
+                const Fr* src = data + g_at(k0, p0);
+                for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x, src += g_step) load(i, src);
+            } else {
+                for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x)
+                    load(i, data + g_at(i & (W - 1), i >> log_w));
+            }
 #endif
         }
         SharedTile::cp_async_wait();
@@ -551,7 +599,21 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #else
         const bool twiddle = log_c > 0;
 #endif
-        auto finish = [&](Fr v, uint32_t k, uint32_t p) {
+        // Tiled table (cuzk_ntt_powers_tiled): the entry of w_B^(bitrev(p) c)
+        // for row p and column c = group W + k is ((c >> 2) << (log_r + 2)) |
+        // (p << 2) | (c & 3), so that a tile of 4 columns reads its twiddles as
+        // one contiguous run.
+        // tw_entry: that entry's address (Root or Fr by tw_shoup; null without
+        // a tiled table).
+        const uint32_t tw_bytes = tw_shoup ? (uint32_t)sizeof(Root) : (uint32_t)sizeof(Fr);
+        auto tw_entry = [&](uint32_t k, uint32_t p) -> const char* {
+            const uint64_t c = (group << log_w) + k;
+            const uint64_t at = ((c >> 2) << (log_r + 2)) | ((uint64_t)p << 2) | (c & 3);
+            return twiddle && tw_tiled ? reinterpret_cast<const char*>(tw_full) + at * tw_bytes : nullptr;
+        };
+        // Element (row p, column k) of the tile, stored at `out`; `tw_e`: its
+        // entry of a tiled twiddle table (tw_entry).
+        auto finish = [&](Fr v, uint32_t k, uint32_t p, Fr* out, const char* tw_e) {
 #if defined(CUZK_NTT_LAZY) && !defined(CUZK_NTT_CANONICAL_STORE)
             // Lazy pass outputs (session 13): a pass with another after it
             // stores values below 2r, which that pass's lazy butterflies take
@@ -564,22 +626,18 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
             v = to_canonical(v);
 #endif
             if (twiddle && tw_tiled) {
-                // Tiled table (cuzk_ntt_powers_tiled): w_B^(bitrev(p) c) at
-                // ((c >> 2) << (log_r + 2)) | (p << 2) | (c & 3), so that a
-                // tile of 4 columns reads its twiddles as one contiguous run.
-                const uint64_t c = (group << log_w) + k;
-                const uint64_t at = ((c >> 2) << (log_r + 2)) | ((uint64_t)p << 2) | (c & 3);
+                // Tiled table: w_B^(bitrev(p) c) at tw_e (tw_entry).
 #if defined(CUZK_NTT_LAZY) && !defined(CUZK_NTT_CANONICAL_STORE)
                 if (tw_shoup) {
-                    v = mul_root(v, reinterpret_cast<const Root*>(tw_full) + at);  // any v < 2^256
+                    v = mul_root(v, reinterpret_cast<const Root*>(tw_e));  // any v < 2^256
                 } else {
-                    v = Fr::mul_lazy(Fr::reduce_once(v), load_fr(tw_full + at));
+                    v = Fr::mul_lazy(Fr::reduce_once(v), load_fr(reinterpret_cast<const Fr*>(tw_e)));
                 }
 #else
                 if (tw_shoup) {
-                    v = Fr::reduce_once(mul_root(v, reinterpret_cast<const Root*>(tw_full) + at));
+                    v = Fr::reduce_once(mul_root(v, reinterpret_cast<const Root*>(tw_e)));
                 } else {
-                    v = v * load_fr(tw_full + at);
+                    v = v * load_fr(reinterpret_cast<const Fr*>(tw_e));
                 }
 #endif
             } else if (twiddle) {
@@ -619,7 +677,6 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #endif
                 }
             }
-            Fr* out = data + base + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs);
 #ifdef CUZK_NTT_DEV_NO_GLOBAL
             if (v.l[0] == 0xdeadbeefu && v.l[1] == 0x12345678u)
 #endif
@@ -656,14 +713,29 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
         const uint64_t nbase = packed ? (nt / groups_per_sub) << (log_r + log_w)
                                       : ((nt / groups_per_sub) << log_b) + (ngroup << log_w);
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
-            finish(sh.ld(i), i & (W - 1), i >> log_w);
+            const uint32_t k = i & (W - 1), p = i >> log_w;
+            finish(sh.ld(i), k, p, data + g_at(k, p), tw_entry(k, p));
             if (more) {
                 const uint32_t k = i & (W - 1), t = i >> log_w;
                 sh.cp_async(i, data + nbase + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs));
             }
         }
 #else
-        for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) finish(sh.ld(i), i & (W - 1), i >> log_w);
+        if (fixed_k) {
+            // Row p advances by dp: the table entry by dp << 2 (p << 2 is
+            // disjoint from the column bits), the address by g_step.
+            Fr* out = data + g_at(k0, p0);
+            const char* tw_e = tw_entry(k0, p0);
+            const uint64_t tw_step = twiddle && tw_tiled ? ((uint64_t)dp << 2) * tw_bytes : 0;
+            uint32_t p = p0;
+            for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x, p += dp, out += g_step, tw_e += tw_step)
+                finish(sh.ld(i), k0, p, out, tw_e);
+        } else {
+            for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
+                const uint32_t k = i & (W - 1), p = i >> log_w;
+                finish(sh.ld(i), k, p, data + g_at(k, p), tw_entry(k, p));
+            }
+        }
 #endif
     }
 }
@@ -688,9 +760,9 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
 #ifndef CUZK_NTT_MAXNREG /* developer switch */
 #define CUZK_NTT_MAXNREG 64
 #endif
-template <bool CS>
+template <bool CS, int KTL>
 __global__ void __maxnreg__(CUZK_NTT_MAXNREG) ntt_pass_r2(CUZK_NTT_PASS_PARAMS) {
-    ntt_pass_body<1, CS>(CUZK_NTT_PASS_ARGS);
+    ntt_pass_body<1, CS, KTL>(CUZK_NTT_PASS_ARGS);
 }
 
 // The register radix-4/8 variants (CUZK_NTT_VARIANT 1..3).
@@ -896,19 +968,25 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
         if (batch == 0 || log_n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
         const int variant = ntt_variant();
-        using Kernel = decltype(&ntt_pass_r2<false>);
-        const Kernel kernels[kNumVariants] = {ntt_pass_r2<false>, ntt_pass<2, 2>, ntt_pass<3, 2>,
+        using Kernel = decltype(&ntt_pass_r2<false, 0>);
+        const Kernel kernels[kNumVariants] = {ntt_pass_r2<false, 0>, ntt_pass<2, 2>, ntt_pass<3, 2>,
                                               ntt_pass<3, 1>};
         // Streaming stores of the pass outputs from 2^22 elements (128 MiB,
         // over twice the H200's 50 MB of L2) in all: the data streams
         // through L2 anyway, and evict-first outputs leave the roots and the
         // twiddle tables there (session 15, H200: 2^27 -0.3%, 2^24 even).
         const bool stream_out = log_n >= kStreamOutLog || batch >= (1ull << (kStreamOutLog - log_n));
-        const Kernel kernel = variant == 0 && stream_out ? ntt_pass_r2<true> : kernels[variant];
+        // The default variant has builds for the two full tile sizes, whose
+        // shared-memory offsets are immediates (KTL).
+        const Kernel k_any = variant == 0 && stream_out ? ntt_pass_r2<true, 0> : kernels[variant];
+        const Kernel k_big = variant != 0 ? k_any : stream_out ? ntt_pass_r2<true, kTileLog> : ntt_pass_r2<false, kTileLog>;
+        const Kernel k_small = variant != 0 ? k_any
+                               : stream_out ? ntt_pass_r2<true, kTileLogSmall>
+                                            : ntt_pass_r2<false, kTileLogSmall>;
         const size_t smem_max = sizeof(Fr) << kTileLog;
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
-        CUZK_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem_max));
+        for (Kernel k : {k_any, k_big, k_small})
+            CUZK_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max));
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         for (uint32_t p = 0; p < passes; ++p) {
@@ -967,6 +1045,7 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             const Fr* full = p < pass_tw_count ? (const Fr*)pass_tw[p] : nullptr;
             const uint32_t shoup = full && p < 32 ? (pass_tw_shoup >> p) & 1u : 0u;
             const uint32_t tiled = full && p < 32 ? (pass_tw_tiled >> p) & 1u : 0u;
+            const Kernel kernel = tile == (1u << kTileLog) ? k_big : tile == (1u << kTileLogSmall) ? k_small : k_any;
             kernel<<<blocks, threads, smem, (cudaStream_t)stream>>>(
                 (Fr*)data, log_n, log_b, log_r, log_w, (const Fr*)tw_lo, (const Fr*)tw_hi, lo_bits,
                 full, shoup, tiled, (const Root*)roots, roots_log_t(log_n), tiles);
