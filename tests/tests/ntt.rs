@@ -343,6 +343,37 @@ fn gpu_batches_and_spot_checks_at_2_24_and_2_27() {
     }
 }
 
+/// Host-to-host transforms of pinned host arrays (direct copies) against
+/// the CPU path: below and above the staging threshold (4 MiB), a batch,
+/// and a bad shape.
+#[test]
+fn gpu_pinned_host_arrays_match_the_cpu() {
+    let Some(g) = engine() else { return };
+    let mut r = rng("gpu_pinned_host_arrays_match_the_cpu");
+    for (log_n, batch, opts) in [
+        (12u32, 1usize, NttOptions::forward()),
+        (18, 1, NttOptions::inverse().on_default_coset()),
+        (16, 3, NttOptions::forward().with_order(Order::NR)),
+    ] {
+        let a: Vec<Fr> = (0..batch << log_n).map(|_| Fr::rand(&mut r)).collect();
+        let mut want = a.clone();
+        cpu::ntt(&mut want, log_n, opts).unwrap();
+        let mut p = cuzk_alloc::PinnedBuffer::<Fr>::new(a.len()).expect("pinned memory");
+        p.copy_from_slice(&a);
+        g.ntt_pinned(&mut p, log_n, opts).unwrap();
+        assert!(
+            p[..] == want[..],
+            "pinned GPU NTT differs from the CPU at 2^{log_n} x {batch}, {opts:?}"
+        );
+    }
+    let mut p = cuzk_alloc::PinnedBuffer::<Fr>::new(3).expect("pinned memory");
+    assert!(matches!(
+        g.ntt_pinned(&mut p, 2, NttOptions::forward()),
+        Err(cuzk_ntt::Error::InvalidArgument(_))
+    ));
+    report("ntt: pinned host arrays (2^12, 2^18 coset inverse, 2^16 x 3) = CPU");
+}
+
 #[test]
 fn gpu_round_trip_at_2_28() {
     let Some(g) = engine() else { return };
