@@ -37,7 +37,7 @@ namespace {
 #define CUZK_NTT_THREADS 256
 #endif
 constexpr int kThreads = CUZK_NTT_THREADS;  // threads per block
-#ifndef CUZK_NTT_UNROLL_U /* developer switch: unroll of the butterfly loop of a stage */
+#ifndef CUZK_NTT_UNROLL_U /* developer switch: unroll of the butterfly loop of a stage (units not four a thread) */
 #define CUZK_NTT_UNROLL_U 2
 #endif
 #ifndef CUZK_NTT_OM_MIN_LOG_W /* developer switch: fewest columns (log2) for offset-major stages */
@@ -111,7 +111,9 @@ __device__ __forceinline__ void store_fr_cs(Fr* p, const Fr& v) {
 // 2b + 2). Shared memory is not the bound (2% of the stall samples): an XOR
 // swizzle that removes every conflict (bit 2 of the index flipped by the
 // parity of row bits 1..6) was 0.8-1.7% slower for its POPC and ALU work
-// (session 15, BENCHMARKS.md).
+// (session 15, BENCHMARKS.md). The default kernels are built for the two
+// full tile sizes (KTL in ntt_pass_body), so that lo + tile is an
+// immediate offset there.
 struct SharedTile {
     uint4* lo;
     uint32_t tile;
@@ -462,13 +464,13 @@ __device__ __forceinline__ void dif_stage(const SharedTile sh, const Root* __res
     auto map_i0 = [&](uint32_t u) { return ((u & mA) << sA) | ((u & mB) >> sB) | (u & mC); };
     auto map_jj = [&](uint32_t u) { return (u & mJ) >> sJ; };
     constexpr int kUnrollU = CUZK_NTT_UNROLL_U;
-#ifndef CUZK_NTT_DEV_UNIT_MAP
+#ifndef CUZK_NTT_DEV_UNIT_MAP /* developer switch: the rolled loop for four units a thread too */
     // Four units a thread (large transforms: blocks of tile / 8 threads),
     // as straight-line code. The map is linear in the bits of u, and the
     // thread's units are u = tid + m T (T = blockDim.x, a power of two above
     // tid's bits): the thread's part is mapped once a stage, the parts of T
     // and 2 T are the block's (uniform registers). Session 16, H200: 2^27
-    // -0.5%, 2^26 -1.0%, 2^24 -1.4%; the same two units a trip of a rolled
+    // -0.4%, 2^26 -0.6%, 2^24 -0.9%; the same two units a trip of a rolled
     // loop were 1% slower at 2^27, and byte addresses with uniform offsets
     // had no fewer instructions (ptxas rebuilds the same LEAs).
     if (tile == 8 * blockDim.x) {
@@ -539,10 +541,10 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
     // per tile instead of a 64-bit division).
     const uint32_t log_gps = packed ? 0u : log_c - log_w;
     // A thread keeps its column k through the load and finish loops when the
-    // block's stride is a whole number of rows (W <= blockDim.x): its global
-    // address, and its entry of a tiled twiddle table, then advance by fixed
-    // steps (session 16: strength reduction of the per-element index
-    // arithmetic); otherwise each element computes its own.
+    // block's stride is a whole number of rows (blockDim.x a multiple of W):
+    // its global address, and its entry of a tiled twiddle table, then
+    // advance by fixed steps (session 16: strength reduction of the
+    // per-element index arithmetic); otherwise each element computes its own.
     const bool fixed_k = (blockDim.x & (W - 1)) == 0;
     const uint32_t k0 = threadIdx.x & (W - 1), p0 = threadIdx.x >> log_w, dp = blockDim.x >> log_w;
     const uint64_t g_step = (uint64_t)dp << log_rs;  // elements between a thread's consecutive rows
@@ -709,16 +711,13 @@ __device__ __forceinline__ void ntt_pass_body(Fr* __restrict__ data, uint32_t lo
         // read (each refilled after finish consumed its value).
         const uint64_t nt = t_id + gridDim.x;
         const bool more = nt < tiles;
-        const uint64_t ngroup = packed ? 0 : nt % groups_per_sub;
-        const uint64_t nbase = packed ? (nt / groups_per_sub) << (log_r + log_w)
-                                      : ((nt / groups_per_sub) << log_b) + (ngroup << log_w);
+        const uint64_t ngroup = packed ? 0 : nt & ((1ull << log_gps) - 1);
+        const uint64_t nbase = packed ? (nt >> log_gps) << (log_r + log_w)
+                                      : ((nt >> log_gps) << log_b) + (ngroup << log_w);
         for (uint32_t i = threadIdx.x; i < tile; i += blockDim.x) {
             const uint32_t k = i & (W - 1), p = i >> log_w;
             finish(sh.ld(i), k, p, data + g_at(k, p), tw_entry(k, p));
-            if (more) {
-                const uint32_t k = i & (W - 1), t = i >> log_w;
-                sh.cp_async(i, data + nbase + ((uint64_t)k << log_cs) + ((uint64_t)t << log_rs));
-            }
+            if (more) sh.cp_async(i, data + nbase + ((uint64_t)k << log_cs) + ((uint64_t)p << log_rs));
         }
 #else
         if (fixed_k) {
@@ -985,7 +984,8 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
                                             : ntt_pass_r2<false, kTileLogSmall>;
         const size_t smem_max = sizeof(Fr) << kTileLog;
         // Raising the dynamic shared-memory limit is idempotent: do it each call.
-        for (Kernel k : {k_any, k_big, k_small})
+        const Kernel launched[3] = {k_any, k_big, k_small};
+        for (Kernel k : launched)
             CUZK_CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max));
         int sms = 0;
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -1014,9 +1014,10 @@ cuzk_status cuzk_ntt_dif(int32_t device, void* data, uint32_t log_n, uint64_t ba
             uint32_t threads = tile / 2 < (uint32_t)kThreads ? (tile / 2 ? tile / 2 : 1) : kThreads;
             // Large transforms (64 tiles an SM or more): four butterflies a
             // thread a stage, in blocks of tile / 8 threads (128 for the 2^10
-            // tiles of 8-bit passes, 256 for 2^11 tiles). The unrolled stage
-            // loop then shares its address arithmetic and a barrier holds fewer
-            // warps (sessions 12 and 13, H200: one-column tiles at two a
+            // tiles of 8-bit passes, 256 for 2^11 tiles). The stage's four
+            // units then run as straight-line code that shares the unit map
+            // (dif_stage, session 16) and a barrier holds fewer warps
+            // (sessions 12 and 13, H200: one-column tiles at two a
             // thread: 2^27 33.56 -> 32.45 ms; packed last pass and 2^10 tiles
             // at four: 2^24 3.70 -> 3.49). One-column tiles (a single pass
             // over a large batch) keep session 12's tile / 4 (four a thread

@@ -344,8 +344,8 @@ fn gpu_batches_and_spot_checks_at_2_24_and_2_27() {
 }
 
 /// Host-to-host transforms of pinned host arrays (direct copies) against
-/// the CPU path: below and above the staging threshold (4 MiB), a batch,
-/// and a bad shape.
+/// the CPU path: a small and a large (8 MiB) array, a batch, a part of a
+/// pinned buffer, and a bad shape (which leaves the array as it was).
 #[test]
 fn gpu_pinned_host_arrays_match_the_cpu() {
     let Some(g) = engine() else { return };
@@ -358,7 +358,7 @@ fn gpu_pinned_host_arrays_match_the_cpu() {
         let a: Vec<Fr> = (0..batch << log_n).map(|_| Fr::rand(&mut r)).collect();
         let mut want = a.clone();
         cpu::ntt(&mut want, log_n, opts).unwrap();
-        let mut p = cuzk_alloc::PinnedBuffer::<Fr>::new(a.len()).expect("pinned memory");
+        let mut p = cuzk_ntt::PinnedBuffer::<Fr>::new(a.len()).expect("pinned memory");
         p.copy_from_slice(&a);
         g.ntt_pinned(&mut p, log_n, opts).unwrap();
         assert!(
@@ -366,12 +366,28 @@ fn gpu_pinned_host_arrays_match_the_cpu() {
             "pinned GPU NTT differs from the CPU at 2^{log_n} x {batch}, {opts:?}"
         );
     }
-    let mut p = cuzk_alloc::PinnedBuffer::<Fr>::new(3).expect("pinned memory");
+    // The second half of a pinned buffer of two vectors.
+    let a: Vec<Fr> = (0..2usize << 10).map(|_| Fr::rand(&mut r)).collect();
+    let mut want = a[1 << 10..].to_vec();
+    cpu::ntt(&mut want, 10, NttOptions::forward()).unwrap();
+    let mut p = cuzk_ntt::PinnedBuffer::<Fr>::new(a.len()).expect("pinned memory");
+    p.copy_from_slice(&a);
+    g.ntt_pinned(&mut p[1 << 10..], 10, NttOptions::forward())
+        .unwrap();
+    assert!(p[..1 << 10] == a[..1 << 10], "the first half was written");
+    assert!(
+        p[1 << 10..] == want[..],
+        "part of a pinned buffer differs from the CPU"
+    );
+    let mut p = cuzk_ntt::PinnedBuffer::<Fr>::new(3).expect("pinned memory");
+    let three: Vec<Fr> = (0..3).map(|_| Fr::rand(&mut r)).collect();
+    p.copy_from_slice(&three);
     assert!(matches!(
         g.ntt_pinned(&mut p, 2, NttOptions::forward()),
         Err(cuzk_ntt::Error::InvalidArgument(_))
     ));
-    report("ntt: pinned host arrays (2^12, 2^18 coset inverse, 2^16 x 3) = CPU");
+    assert!(p[..] == three[..], "a refused call wrote the array");
+    report("ntt: pinned host arrays (2^12, 2^18 coset inverse, 2^16 x 3, half a buffer) = CPU");
 }
 
 #[test]

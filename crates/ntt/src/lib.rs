@@ -21,6 +21,8 @@ pub mod cpu;
 mod gpu;
 mod sys;
 
+/// Pinned host memory for [`GpuNtt::ntt_pinned`] (from cuzk-alloc).
+pub use cuzk_alloc::PinnedBuffer;
 pub use cuzk_field::{Error, Fr, Result};
 pub use gpu::{
     full_twiddle_bytes, GpuNtt, DEFAULT_FULL_TWIDDLE_MAX_BYTES, SHOUP_TWIDDLE_MAX_BYTES,
