@@ -628,9 +628,7 @@ impl GpuNtt {
     /// copy fails.
     pub fn ntt_pinned(&self, data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
         check_shape(data.len(), log_n)?;
-        let mut d = self
-            .mem
-            .alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
+        let mut d = self.alloc(data.len())?;
         d.copy_from_host(data)?;
         self.ntt_device(&mut d, log_n, opts)?;
         // On this engine's stream: the copy waits for the transform.
@@ -645,11 +643,15 @@ impl GpuNtt {
     /// # Errors
     /// [`Error::OutOfMemory`] when it does not fit the budget; CUDA errors.
     pub fn upload(&self, data: &[Fr]) -> Result<DeviceBuffer<Fr>> {
-        let mut d = self
-            .mem
-            .alloc::<Fr>(data.len(), Strategy::Async, &self.stream, None)?;
+        let mut d = self.alloc(data.len())?;
         self.copies.upload(&mut d, data)?;
         Ok(d)
+    }
+
+    /// `len` elements of this engine's memory, ordered on its stream.
+    fn alloc(&self, len: usize) -> Result<DeviceBuffer<Fr>> {
+        self.mem
+            .alloc::<Fr>(len, Strategy::Async, &self.stream, None)
     }
 
     /// Copies `d` back into `out` (equal lengths, elements) through the
