@@ -13,7 +13,7 @@ const BATCH: usize = 64;
 
 fn check(kind: Kind, op: Op, seed: u64) -> Result<(), TestCaseError> {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    cross_check(Backend::Host, kind, op, &mut rng, BATCH).map_err(TestCaseError::fail)?;
+    cross_check(Backend::Cpu, kind, op, &mut rng, BATCH).map_err(TestCaseError::fail)?;
     Ok(())
 }
 
@@ -52,13 +52,13 @@ fn mismatched_lengths_are_errors() {
     let a = [Fr::from(1u64); 3];
     let b = [Fr::from(2u64); 2];
     let mut out = [Fr::from(0u64); 3];
-    let e = ops::apply(Backend::Host, Kind::Fr, Op::Mul, &a, &b, &mut out).unwrap_err();
+    let e = ops::apply(Backend::Cpu, Kind::Fr, Op::Mul, &a, &b, &mut out).unwrap_err();
     assert!(
         e.to_string().contains("b has 2 elements but a has 3"),
         "{e}"
     );
     let mut short = [Fr::from(0u64); 2];
-    let e = ops::apply(Backend::Host, Kind::Fr, Op::Add, &a, &a, &mut short).unwrap_err();
+    let e = ops::apply(Backend::Cpu, Kind::Fr, Op::Add, &a, &a, &mut short).unwrap_err();
     assert!(e.to_string().contains("out has 2 elements"), "{e}");
 }
 
@@ -66,7 +66,7 @@ fn mismatched_lengths_are_errors() {
 fn wrong_element_types_are_errors() {
     let a = [cuzk_field::Fp::from(1u64); 2];
     let mut out = [Fr::from(0u64); 2];
-    let e = ops::apply(Backend::Host, Kind::Fr, Op::Add, &a, &a, &mut out).unwrap_err();
+    let e = ops::apply(Backend::Cpu, Kind::Fr, Op::Add, &a, &a, &mut out).unwrap_err();
     assert!(e.to_string().contains("48 bytes"), "{e}");
     let e = ops::layout(Kind::Fp2, Op::Pow).unwrap_err();
     assert!(matches!(e, cuzk_field::Error::InvalidArgument(_)), "{e}");
@@ -78,7 +78,7 @@ fn wrong_element_types_are_errors() {
 fn unary_ops_refuse_a_b_operand() {
     let a = [Fr::from(3u64); 2];
     let mut out = [Fr::from(0u64); 2];
-    let e = ops::apply(Backend::Host, Kind::Fr, Op::Neg, &a, &a, &mut out).unwrap_err();
+    let e = ops::apply(Backend::Cpu, Kind::Fr, Op::Neg, &a, &a, &mut out).unwrap_err();
     assert!(e.to_string().contains("reads no b operand"), "{e}");
 }
 
@@ -97,10 +97,10 @@ fn non_canonical_bytes_are_errors() {
     let r = <Fr as ark_ff::PrimeField>::MODULUS;
     a.extend(r.0.iter().flat_map(|l| l.to_le_bytes()));
     let mut out = vec![0u8; a.len()];
-    let e = ops::apply_bytes(Backend::Host, Kind::Fr, Op::Add, &a, &a, &mut out).unwrap_err();
+    let e = ops::apply_bytes(Backend::Cpu, Kind::Fr, Op::Add, &a, &a, &mut out).unwrap_err();
     assert!(e.to_string().contains("field element 2"), "{e}");
     let e = ops::apply_bytes(
-        Backend::Host,
+        Backend::Cpu,
         Kind::Fr,
         Op::Add,
         &a[..40],
@@ -112,7 +112,7 @@ fn non_canonical_bytes_are_errors() {
     // Canonical bytes go through and give the right sum: Montgomery form is
     // linear, so raw limbs 1 + 1 = raw limbs 2, and 2 + 2 = 4.
     ops::apply_bytes(
-        Backend::Host,
+        Backend::Cpu,
         Kind::Fr,
         Op::Add,
         &a[..64],
@@ -129,7 +129,7 @@ fn non_canonical_bytes_are_errors() {
 fn empty_input_is_a_no_op() {
     let mut out: [Fr; 0] = [];
     ops::apply(
-        Backend::Host,
+        Backend::Cpu,
         Kind::Fr,
         Op::Mul,
         &[] as &[Fr],

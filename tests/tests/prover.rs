@@ -357,7 +357,7 @@ fn gpu_matches_cpu() {
         let pk = setup(c, &mut rng);
         let w = c.matrices().unwrap();
         let gpu = Prover::new(pk.clone()).unwrap();
-        assert_eq!(gpu.backend(), Backend::Gpu);
+        assert_eq!(gpu.backend(), Backend::Gpu { device: 0 });
         let cpu = Prover::cpu(pk.clone()).unwrap();
         for _ in 0..2 {
             let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
@@ -418,7 +418,7 @@ fn backend_choice() {
     let pk = setup(c, &mut rng);
     let p = Prover::new(pk.clone()).unwrap();
     let want = if cuzk_field::gpu::device_count().is_ok_and(|n| n > 0) {
-        Backend::Gpu
+        Backend::Gpu { device: 0 }
     } else {
         Backend::Cpu
     };

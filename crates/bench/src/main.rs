@@ -162,7 +162,7 @@ fn bench_case<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr + Default, R>(
     });
     let mut out = vec![O::default(); n_cpu];
     let ms = wall_ms(3, || {
-        ops::apply(Backend::Host, case.kind, case.op, a, b, &mut out).expect("host apply")
+        ops::apply(Backend::Cpu, case.kind, case.op, a, b, &mut out).expect("host apply")
     });
     figs.push(Figure {
         layer: "field",

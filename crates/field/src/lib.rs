@@ -18,17 +18,19 @@
 //! the `DEP_CUZK_FIELD_INCLUDE` build variable (this crate `links` as
 //! `cuzk_field`), and whether CUDA was compiled through `DEP_CUZK_FIELD_CUDA`.
 
+mod backend;
 mod error;
 pub mod gpu;
 pub mod layout;
 pub mod ops;
 mod sys;
 
+pub use backend::Backend;
 pub use error::{Error, Result};
 pub use layout::{
     DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Projective, G1Xyzz, G2Affine, G2Projective, G2Xyzz, Xyzz,
 };
-pub use ops::{Backend, Kind, Op};
+pub use ops::{Kind, Op};
 
 /// True when this build compiled the CUDA kernels (nvcc was found at build
 /// time). When false, every GPU entry point returns [`Error::NoCudaBuild`].

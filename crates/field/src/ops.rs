@@ -10,12 +10,12 @@
 //! let a = [Fr::from(3u64), Fr::from(5u64)];
 //! let b = [Fr::from(7u64), Fr::from(11u64)];
 //! let mut out = [Fr::from(0u64); 2];
-//! ops::apply(Backend::Host, Kind::Fr, Op::Mul, &a, &b, &mut out).unwrap();
+//! ops::apply(Backend::Cpu, Kind::Fr, Op::Mul, &a, &b, &mut out).unwrap();
 //! assert_eq!(out, [Fr::from(21u64), Fr::from(55u64)]);
 //! ```
 
 use crate::layout::DeviceRepr;
-use crate::{sys, Error, Result};
+use crate::{sys, Backend, Error, Result};
 use ark_ff::PrimeField;
 use std::mem::size_of;
 
@@ -137,18 +137,6 @@ pub fn layout(kind: Kind, op: Op) -> Result<Layout> {
     })
 }
 
-/// Where an element-wise operation runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// The CPU, through the host build of the device formulas.
-    Host,
-    /// GPU `device` (ordinal): inputs copied in, result copied back.
-    Gpu {
-        /// CUDA device ordinal.
-        device: i32,
-    },
-}
-
 /// Checks operand element sizes and lengths against (kind, op); returns `n`.
 fn check_shapes(
     kind: Kind,
@@ -241,7 +229,7 @@ pub fn apply<A: DeviceRepr, B: DeviceRepr, O: DeviceRepr>(
 /// use cuzk_field::{ops, Backend, Fr, Kind, Op};
 /// let a = [Fr::from(2u64), Fr::from(4u64)];
 /// let mut out = [Fr::from(0u64); 2];
-/// ops::apply_unary(Backend::Host, Kind::Fr, Op::Inv, &a, &mut out).unwrap();
+/// ops::apply_unary(Backend::Cpu, Kind::Fr, Op::Inv, &a, &mut out).unwrap();
 /// assert_eq!(out[0] * a[0], Fr::from(1u64));
 /// ```
 ///
@@ -364,7 +352,7 @@ unsafe fn apply_raw(
     // SAFETY: guaranteed by the caller.
     let status = unsafe {
         match backend {
-            Backend::Host => sys::cuzk_field_host_apply(kind.raw(), op.raw(), a, b, out, n as u64),
+            Backend::Cpu => sys::cuzk_field_host_apply(kind.raw(), op.raw(), a, b, out, n as u64),
             Backend::Gpu { device } => sys::cuzk_field_gpu_apply(
                 device,
                 kind.raw(),

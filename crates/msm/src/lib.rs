@@ -28,7 +28,7 @@ mod gpu;
 mod sys;
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
-pub use cuzk_field::{Error, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Result};
+pub use cuzk_field::{Backend, Error, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Result};
 pub use gpu::{FixedBases, GpuMsm, SPLIT_MIN_POINTS};
 
 mod sealed {
@@ -64,15 +64,6 @@ pub fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
     Ok(())
 }
 
-/// Where an MSM ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// The GPU (device 0).
-    Gpu,
-    /// The CPU (blst), because there is no usable GPU.
-    Cpu,
-}
-
 /// `sum_i scalars[i] * bases[i]` on the GPU when one is usable (device 0),
 /// else on the CPU (blst); returns the sum and where it ran. For one-off
 /// calls: a [`GpuMsm`] kept across calls keeps its stream and memory pool,
@@ -84,7 +75,7 @@ pub enum Backend {
 pub fn msm<P: MsmCurve>(bases: &[Affine<P>], scalars: &[Fr]) -> Result<(Projective<P>, Backend)> {
     check_lengths(bases.len(), scalars.len())?;
     match GpuMsm::new(0) {
-        Ok(g) => g.msm(bases, scalars).map(|r| (r, Backend::Gpu)),
+        Ok(g) => g.msm(bases, scalars).map(|r| (r, Backend::Gpu { device: 0 })),
         Err(e) if e.is_no_gpu() => cpu::msm(bases, scalars).map(|r| (r, Backend::Cpu)),
         Err(e) => Err(e),
     }

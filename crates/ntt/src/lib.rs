@@ -23,7 +23,7 @@ mod sys;
 
 /// Pinned host memory for [`GpuNtt::ntt_pinned`] (from cuzk-alloc).
 pub use cuzk_alloc::PinnedBuffer;
-pub use cuzk_field::{Error, Fr, Result};
+pub use cuzk_field::{Backend, Error, Fr, Result};
 pub use gpu::{
     full_twiddle_bytes, GpuNtt, DEFAULT_FULL_TWIDDLE_MAX_BYTES, SHOUP_TWIDDLE_MAX_BYTES,
 };
@@ -188,15 +188,15 @@ pub(crate) fn inv_n(log_n: u32) -> Fr {
 }
 
 /// Runs the NTT on the GPU when one is usable (device 0), else on the CPU;
-/// returns which ran. For one-off calls: a [`GpuNtt`] kept across calls
+/// returns where it ran. For one-off calls: a [`GpuNtt`] kept across calls
 /// caches twiddle tables and device memory.
 ///
 /// # Errors
 /// As [`cpu::ntt`] and [`GpuNtt::ntt`].
-pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<&'static str> {
+pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<Backend> {
     match GpuNtt::new(0) {
-        Ok(g) => g.ntt(data, log_n, opts).map(|_| "gpu"),
-        Err(e) if e.is_no_gpu() => cpu::ntt(data, log_n, opts).map(|_| "cpu"),
+        Ok(g) => g.ntt(data, log_n, opts).map(|_| Backend::Gpu { device: 0 }),
+        Err(e) if e.is_no_gpu() => cpu::ntt(data, log_n, opts).map(|_| Backend::Cpu),
         Err(e) => Err(e),
     }
 }

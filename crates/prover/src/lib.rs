@@ -43,7 +43,7 @@ use ark_relations::gr1cs::{
     R1CS_PREDICATE_LABEL,
 };
 use cuzk_alloc::{BudgetConfig, DeviceMemory};
-pub use cuzk_field::{Error, Fr, Result};
+pub use cuzk_field::{Backend, Error, Fr, Result};
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
 use cuzk_ntt::GpuNtt;
 use std::sync::Arc;
@@ -432,15 +432,6 @@ struct Gpu {
     msm: GpuMsm,
 }
 
-/// Where a [`Prover`] runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// NTTs and MSMs on a GPU (key uploaded once).
-    Gpu,
-    /// NTTs through ark-poly, MSMs through blst.
-    Cpu,
-}
-
 /// A Groth16 prover for one proving key. Share it between threads (`&self`
 /// methods; GPU work is serialized on its engines' streams).
 pub struct Prover {
@@ -638,10 +629,11 @@ impl Prover {
 
     /// Where this prover runs.
     pub fn backend(&self) -> Backend {
-        if self.gpu.is_some() {
-            Backend::Gpu
-        } else {
-            Backend::Cpu
+        match &self.gpu {
+            Some(g) => Backend::Gpu {
+                device: g.ntt.memory().device(),
+            },
+            None => Backend::Cpu,
         }
     }
 
@@ -817,7 +809,7 @@ impl Prover {
 
     fn backend_name(&self) -> &'static str {
         match self.backend() {
-            Backend::Gpu => "gpu",
+            Backend::Gpu { .. } => "gpu",
             Backend::Cpu => "cpu",
         }
     }
