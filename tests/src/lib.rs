@@ -2,8 +2,15 @@
 //! inputs, edge values, and the arkworks cross-check of the field layer's
 //! element-wise operations.
 //!
-//! - GPU tests call [`gpu_or_skip`]: with no GPU they print why and skip,
-//!   unless `CUZK_REQUIRE_GPU=1`, where they fail.
+//! - GPU tests are marked `#[ignore = "needs a GPU"]` (inside `proptest!`
+//!   too), so that on a machine without a GPU the test runner counts them as
+//!   ignored, never as passed. `cargo xtask test` runs them
+//!   (`-- --include-ignored`) when `nvidia-smi -L` lists a GPU or
+//!   `CUZK_REQUIRE_GPU=1`; the bundle's `./run-tests` always does. By hand:
+//!   `cargo test -p cuzk-tests --features cuda -- --include-ignored`.
+//! - Their bodies still call [`gpu_or_skip`]: run without a GPU (with
+//!   `--include-ignored`), they print why and return, unless
+//!   `CUZK_REQUIRE_GPU=1`, where they fail.
 //! - Random inputs come from [`rng`]: a fresh seed each run, printed, and
 //!   replayed by setting `CUZK_TEST_SEED`.
 

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 /// Arguments of `cargo xtask bench` (passed on to `cuzk-bench`).
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// A short run (about a minute).
     #[arg(long, conflicts_with = "full")]
     quick: bool,
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Entry point of `cargo xtask bench`.
-pub fn run_bench(args: Args) -> Result<()> {
+pub(crate) fn run_bench(args: Args) -> Result<()> {
     let mut build = cargo();
     build.args([
         "build",

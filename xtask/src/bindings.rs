@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Arguments of `cargo xtask bindings`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Compare instead of writing: fail when a committed file differs from bindgen's output.
     #[arg(long)]
     check: bool,
@@ -122,7 +122,7 @@ fn generate(b: &Binding) -> Result<String> {
 }
 
 /// Paths of the committed files whose content differs from bindgen's output.
-pub fn stale() -> Result<Vec<PathBuf>> {
+pub(crate) fn stale() -> Result<Vec<PathBuf>> {
     let mut stale = Vec::new();
     for b in BINDINGS {
         let path = root().join(b.output);
@@ -141,7 +141,7 @@ pub fn stale() -> Result<Vec<PathBuf>> {
 }
 
 /// Entry point of `cargo xtask bindings`.
-pub fn run(args: Args) -> Result<()> {
+pub(crate) fn run(args: Args) -> Result<()> {
     if args.check {
         let stale = stale()?;
         if !stale.is_empty() {

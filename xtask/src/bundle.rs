@@ -1,6 +1,8 @@
 //! `cargo xtask bundle`: release test and bench executables built with CUDA,
-//! copied with run scripts into `target/bundle/`, for a GPU machine that has
-//! no cargo (`./run-tests`, `./run-bench`).
+//! copied (debug info stripped) with run scripts into `target/bundle/`, and
+//! packed into one file, `target/bundle.tar.xz` (at most [`MAX_ARCHIVE`]),
+//! for a GPU machine that has no cargo:
+//! `tar xf bundle.tar.xz && cd bundle && ./run-tests` (or `./run-bench`).
 
 use crate::toolkit;
 use crate::util::{cargo, root, run, show};
@@ -8,13 +10,18 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+/// The most bytes the packed bundle may take: what a GPU runner accepts as
+/// one carried file.
+const MAX_ARCHIVE: u64 = 64 << 20;
+
 /// Arguments of `cargo xtask bundle`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// GPU architectures to compile (sets CUZK_CUDA_ARCHS), e.g. `90` for the H200.
     #[arg(long)]
     archs: Option<String>,
-    /// Output folder (default target/bundle).
+    /// Output folder (default target/bundle); the archive is written beside
+    /// it, as `<folder>.tar.xz`.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -66,7 +73,7 @@ fn build_executables(
 }
 
 /// LIBRARY_PATH with the toolkit's `lib` (beside `bin/nvcc`) in front.
-pub fn library_path(nvcc: &Path) -> std::ffi::OsString {
+pub(crate) fn library_path(nvcc: &Path) -> std::ffi::OsString {
     let lib = nvcc
         .parent()
         .and_then(Path::parent)
@@ -80,15 +87,16 @@ pub fn library_path(nvcc: &Path) -> std::ffi::OsString {
 }
 
 const RUN_TESTS: &str = r#"#!/usr/bin/env bash
-# Runs every cuzk test executable in this bundle with CUZK_REQUIRE_GPU=1:
-# a GPU test that cannot find a GPU fails instead of skipping.
+# Runs every cuzk test executable in this bundle, GPU tests included
+# (--include-ignored: they are `#[ignore = "needs a GPU"]`), with
+# CUZK_REQUIRE_GPU=1: a GPU test that cannot find a GPU fails.
 # Usage: ./run-tests [extra args for each test binary, e.g. a name filter]
 cd "$(dirname "$0")"
 export CUZK_REQUIRE_GPU=1
 pass=0; fail=0; failed=()
 for t in tests/*; do
   echo "=== $t"
-  if "$t" "$@"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
+  if "$t" --include-ignored "$@"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
 done
 echo "failed executables: ${failed[*]:-none}"
 echo "$pass passed, $fail failed"
@@ -114,7 +122,7 @@ exec ./bin/cuzk-bench "$@"
 "#;
 
 /// Entry point of `cargo xtask bundle`.
-pub fn run_bundle(args: Args) -> Result<()> {
+pub(crate) fn run_bundle(args: Args) -> Result<()> {
     let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
     let out = args
         .out
@@ -201,9 +209,65 @@ pub fn run_bundle(args: Args) -> Result<()> {
         "bundle: {} ({} test executables, {:.1} MiB)",
         out.display(),
         tests.len(),
-        bytes as f64 / (1 << 20) as f64
+        mib(bytes)
     );
+    let archive = pack(&out)?;
+    let packed = archive.metadata()?.len();
+    println!(
+        "bundle: {} ({:.1} MiB; unpack with `tar xf {}`, then `cd {} && ./run-tests`)",
+        archive.display(),
+        mib(packed),
+        archive.file_name().unwrap().to_string_lossy(),
+        out.file_name().unwrap().to_string_lossy()
+    );
+    if packed > MAX_ARCHIVE {
+        bail!(
+            "{} is {:.1} MiB, over the {:.0} MiB a GPU runner takes as one file: strip more, \
+             build fewer architectures (--archs), or merge test executables",
+            archive.display(),
+            mib(packed),
+            mib(MAX_ARCHIVE)
+        );
+    }
     Ok(())
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+/// Packs folder `dir` into `<dir>.tar.xz` beside it (the folder's name as
+/// the archive's top folder), with xz -9 over the whole tar: its 64 MiB
+/// window finds the kernels that every test executable links in the
+/// executables before it. Returns the archive's path.
+fn pack(dir: &Path) -> Result<PathBuf> {
+    let parent = dir.parent().context("the bundle folder has no parent")?;
+    let name = dir.file_name().context("the bundle folder has no name")?;
+    let archive = parent.join(format!("{}.tar.xz", name.to_string_lossy()));
+    let file = std::fs::File::create(&archive)
+        .with_context(|| format!("creating {}", archive.display()))?;
+    let mut tar = std::process::Command::new("tar");
+    tar.arg("-C")
+        .arg(parent)
+        .arg("-cf")
+        .arg("-")
+        .arg(name)
+        .stdout(Stdio::piped());
+    eprintln!("$ {} | xz -9 -T0 > {}", show(&tar), archive.display());
+    let mut tar_child = tar.spawn().context("running tar")?;
+    let mut xz = std::process::Command::new("xz");
+    xz.args(["-9", "-T0", "-c"])
+        .stdin(tar_child.stdout.take().unwrap())
+        .stdout(file);
+    let xz_status = xz.status().context("running xz (install xz-utils)")?;
+    let tar_status = tar_child.wait()?;
+    if !tar_status.success() || !xz_status.success() {
+        bail!(
+            "packing {} failed (tar: {tar_status}, xz: {xz_status})",
+            dir.display()
+        );
+    }
+    Ok(archive)
 }
 
 fn copy_stripped(from: &Path, to: &Path) -> Result<()> {

@@ -1,16 +1,21 @@
 //! `cargo xtask`: cuzk's developer commands, one module per subcommand.
 //!
 //! - `bench`: the main job; builds and runs the benchmark, writes the report.
-//! - `test`: what CI runs: toolkit, CUDA build, tests, clippy, fmt, bindings drift.
+//! - `test`: what CI runs: toolkit, fmt, clippy, CUDA build, tools, tests
+//!   (tidy and bindings drift included).
 //! - `bundle`: test and bench executables for a GPU machine without cargo.
 //! - `bindings`: regenerates the committed bindgen output (`--check` compares).
+//! - `tools`: compiles the measurement programs of `tools/cuda`.
 //! - `cuda-toolkit`: installs the pinned CUDA 13.0 wheels from PyPI.
 
 mod bench;
 mod bindings;
 mod bundle;
 mod test;
+#[cfg(test)]
+mod tidy;
 mod toolkit;
+mod tools;
 mod util;
 
 use anyhow::Result;
@@ -33,6 +38,8 @@ enum Cmd {
     Bundle(bundle::Args),
     /// Regenerate the Rust bindings of csrc/include/cuzk/*.h (committed output).
     Bindings(bindings::Args),
+    /// Compile the measurement programs of tools/cuda with nvcc into target/tools.
+    Tools(tools::Args),
     /// Install the pinned CUDA 13.0 toolkit (PyPI wheels) into the project's cache and print its path.
     CudaToolkit,
 }
@@ -43,6 +50,7 @@ fn main() -> Result<()> {
         Cmd::Test(a) => test::run_tests(a),
         Cmd::Bundle(a) => bundle::run_bundle(a),
         Cmd::Bindings(a) => bindings::run(a),
+        Cmd::Tools(a) => tools::run(a),
         Cmd::CudaToolkit => {
             let tk = toolkit::ensure_cuda()?;
             println!("{}", tk.display());

@@ -1,21 +1,31 @@
 //! `cargo xtask test`: the whole suite, exactly what CI's `.ci/run` calls.
 //!
-//! Installs the CUDA toolkit if none is found, builds with the `cuda`
+//! Installs the CUDA toolkit if none is found, runs `cargo fmt --check`,
+//! `cargo clippy --all-targets -D warnings`, builds with the `cuda`
 //! feature (so the kernels are compiled by nvcc even on a machine without a
-//! GPU), runs `cargo test --workspace` (the bindings drift test and the
-//! check of the generated `csrc/ntt/fr_shoup.cuh` included),
-//! `cargo clippy --all-targets -D warnings` and `cargo fmt --check`.
-//! GPU tests skip with a printed reason where there is no GPU, and fail
-//! instead when `CUZK_REQUIRE_GPU=1`.
+//! GPU), compiles the measurement programs of `tools/` and runs
+//! `cargo test --workspace` (the tidy checks, the bindings drift test and
+//! the check of the generated `csrc/ntt/fr_shoup.cuh` included).
+//!
+//! GPU tests are `#[ignore = "needs a GPU"]`: with a GPU (`nvidia-smi -L`
+//! lists one, or `CUZK_REQUIRE_GPU=1`) they run (`--include-ignored`);
+//! without one the test runner's closing lines count them as ignored.
+//! Without a GPU, and with `CUZK_CUDA_ARCHS` unset, the kernels are built
+//! for [`CI_ARCH`] alone (machine code and PTX): enough to compile-check
+//! every kernel, a third of nvcc's time for the default architectures.
 
-use crate::toolkit;
-use crate::util::{cargo, run};
+use crate::util::{cargo, gpu_present, run};
+use crate::{toolkit, tools};
 use anyhow::Result;
+
+/// The one architecture kernels are compiled for on a machine without a
+/// GPU (Hopper; its PTX is embedded too).
+const CI_ARCH: &str = "90";
 
 /// Arguments of `cargo xtask test`.
 #[derive(clap::Args)]
-pub struct Args {
-    /// Build CPU-only (no toolkit install, no nvcc); GPU tests then skip.
+pub(crate) struct Args {
+    /// Build CPU-only (no toolkit install, no nvcc); GPU tests stay ignored.
     #[arg(long)]
     no_cuda: bool,
     /// Skip clippy and rustfmt (tests only).
@@ -23,15 +33,28 @@ pub struct Args {
     no_lint: bool,
 }
 
+/// True when GPU tests should run: `CUZK_REQUIRE_GPU=1`, or `nvidia-smi -L`
+/// lists a GPU.
+fn gpu_tests_run() -> bool {
+    std::env::var("CUZK_REQUIRE_GPU").is_ok_and(|v| v == "1") || gpu_present()
+}
+
 /// Entry point of `cargo xtask test`.
-pub fn run_tests(args: Args) -> Result<()> {
+pub(crate) fn run_tests(args: Args) -> Result<()> {
+    let gpu = !args.no_cuda && gpu_tests_run();
     let mut env: Vec<(&str, String)> = Vec::new();
+    let mut nvcc = None;
     let features: &[&str] = if args.no_cuda {
         env.push(("CUZK_NO_CUDA", "1".into()));
         &[]
     } else {
         let root = toolkit::ensure_cuda()?;
+        nvcc = Some(root.join("bin/nvcc"));
         env.push(("NVCC", root.join("bin/nvcc").display().to_string()));
+        if !gpu && std::env::var_os("CUZK_CUDA_ARCHS").is_none() {
+            eprintln!("cargo xtask test: no GPU: kernels built for sm_{CI_ARCH} (+PTX) only");
+            env.push(("CUZK_CUDA_ARCHS", CI_ARCH.into()));
+        }
         &["--features", "cuzk-field/cuda"]
     };
     env.push((
@@ -46,19 +69,43 @@ pub fn run_tests(args: Args) -> Result<()> {
     // The sppark peer (bench-only) compiles sppark's kernels: not part of the
     // suite; `cargo xtask bundle` and `cargo xtask bench` build it.
     let exclude = ["--exclude", "cuzk-sppark-peer"];
-    run(with_env(cargo())
-        .args(["test", "--workspace"])
-        .args(exclude)
-        .args(features))?;
     if !args.no_lint {
+        // Lints first: they fail fast. Clippy's build scripts run apart
+        // from the test build's (its wrapper changes their hash), but
+        // cuzk-build caches nvcc's libraries, so the kernels compile once.
+        run(cargo().args(["fmt", "--all", "--check"]))?;
         run(with_env(cargo())
             .args(["clippy", "--workspace", "--all-targets"])
             .args(exclude)
             .args(features)
             .args(["--", "-D", "warnings"]))?;
-        run(cargo().args(["fmt", "--all", "--check"]))?;
     }
-    println!("cargo xtask test: all steps passed");
+    if let Some(nvcc) = &nvcc {
+        // Without a GPU, a compile check to PTX (no machine code) suffices.
+        let arch = match gpu {
+            true => cuzk_build::cuda_archs()
+                .first()
+                .map_or(CI_ARCH.into(), u32::to_string),
+            false => CI_ARCH.into(),
+        };
+        tools::build_all(nvcc, &arch, !gpu)?;
+    }
+    let mut test = with_env(cargo());
+    test.args(["test", "--workspace"])
+        .args(exclude)
+        .args(features);
+    if gpu {
+        test.args(["--", "--include-ignored"]);
+    }
+    run(&mut test)?;
+    println!(
+        "cargo xtask test: all steps passed{}",
+        if gpu {
+            " (GPU tests included)"
+        } else {
+            " (no GPU: GPU tests ignored)"
+        }
+    );
     Ok(())
 }
 

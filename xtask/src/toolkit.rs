@@ -41,7 +41,7 @@ fn pip_install(dir: &Path, wheels: &[(&str, &str)], marker: &Path) -> Result<()>
 /// an existing toolkit found the way the build scripts find it (NVCC,
 /// CUDA_PATH/CUDA_HOME, the project's, PATH), else the pinned wheels
 /// installed into the project's cache directory.
-pub fn ensure_cuda() -> Result<PathBuf> {
+pub(crate) fn ensure_cuda() -> Result<PathBuf> {
     if let Some(tk) = Toolkit::find() {
         return Ok(tk.root);
     }
@@ -64,7 +64,7 @@ pub fn ensure_cuda() -> Result<PathBuf> {
 /// Makes sure libclang is there for bindgen and returns the directory that
 /// holds `libclang.so` (`LIBCLANG_PATH` if set, else the pinned wheel in the
 /// project's cache directory).
-pub fn ensure_libclang() -> Result<PathBuf> {
+pub(crate) fn ensure_libclang() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("LIBCLANG_PATH") {
         return Ok(PathBuf::from(p));
     }

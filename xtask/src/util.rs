@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The workspace root (the parent of `xtask/`).
-pub fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask has a parent directory")
@@ -13,14 +13,14 @@ pub fn root() -> PathBuf {
 }
 
 /// The `cargo` that runs this xtask.
-pub fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     c.current_dir(root());
     c
 }
 
 /// Runs `cmd`, echoing it, and fails with its exit status.
-pub fn run(cmd: &mut Command) -> Result<()> {
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
     eprintln!("$ {}", show(cmd));
     let status = cmd
         .status()
@@ -32,7 +32,7 @@ pub fn run(cmd: &mut Command) -> Result<()> {
 }
 
 /// The command line of `cmd`, for messages.
-pub fn show(cmd: &Command) -> String {
+pub(crate) fn show(cmd: &Command) -> String {
     std::iter::once(cmd.get_program())
         .chain(cmd.get_args())
         .map(|s| s.to_string_lossy().into_owned())
@@ -41,7 +41,7 @@ pub fn show(cmd: &Command) -> String {
 }
 
 /// True when `nvidia-smi -L` lists at least one GPU.
-pub fn gpu_present() -> bool {
+pub(crate) fn gpu_present() -> bool {
     Command::new("nvidia-smi")
         .arg("-L")
         .output()

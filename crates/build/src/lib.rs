@@ -160,9 +160,12 @@ impl Toolkit {
 
     /// Compiles CUDA sources into the static library `lib_name` with nvcc
     /// for [`cuda_archs`] (machine code for each, plus PTX for the newest so
-    /// newer cards can JIT it; all compressed), `-O3 -std=c++17`, and links the static CUDA
-    /// runtime (`libcudart_static`) so executables need only the driver's
-    /// `libcuda`. Panics (a build-script failure) when nvcc fails.
+    /// newer cards can JIT it; all compressed), `-O3 -std=c++17`, and links
+    /// the static CUDA runtime (`libcudart_static`) so executables need only
+    /// the driver's `libcuda`. The library is cached (see [`nvcc_cache_dir`]):
+    /// the same sources, headers, flags and nvcc give the same library
+    /// without running nvcc again. Panics (a build-script failure) when nvcc
+    /// fails.
     pub fn compile(&self, lib_name: &str, sources: &[&str], includes: &[PathBuf]) {
         self.compile_with(lib_name, sources, includes, &[]);
     }
@@ -177,47 +180,65 @@ impl Toolkit {
         defines: &[&str],
     ) {
         let archs = cuda_archs();
-        // cc takes the CUDA compiler from `NVCC` (`.compiler()` would set the
-        // host compiler instead). A build script is one process: setting it
-        // here affects only this build.
-        std::env::set_var("NVCC", &self.nvcc);
-        let mut build = cc::Build::new();
-        build
-            .cuda(true)
-            .cpp(true)
-            .std("c++17")
-            .opt_level(3)
-            .debug(false)
-            .flag("-Xcompiler=-Wall")
-            .flag("--expt-relaxed-constexpr")
-            // Compress the embedded device code: unrolled field arithmetic
-            // makes large SASS and PTX (about 2.5x smaller executables).
-            .flag("-Xfatbin=-compress-all")
-            .warnings(false);
-        for &arch in &archs {
-            build.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
-        }
-        if let Some(&newest) = archs.iter().max() {
-            build.flag(format!(
-                "-gencode=arch=compute_{newest},code=compute_{newest}"
-            ));
-        }
-        for inc in includes {
-            build.include(inc);
-        }
-        for d in defines {
-            match d.split_once('=') {
-                Some((k, v)) => build.define(k, v),
-                None => build.define(d, None),
-            };
-        }
+        let flags = nvcc_flags(&archs);
         for src in sources {
             println!("cargo:rerun-if-changed={src}");
-            build.file(src);
         }
-        build.compile(lib_name);
+        let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("run from a build script"));
+        let lib_file = out_dir.join(format!("lib{lib_name}.a"));
+        let cache = nvcc_cache_dir(&out_dir).map(|dir| {
+            let key = cache_key(self, lib_name, sources, includes, defines, &flags);
+            dir.join(format!("lib{lib_name}-{key:016x}.a"))
+        });
+        let hit = cache
+            .as_ref()
+            .is_some_and(|c| c.is_file() && std::fs::copy(c, &lib_file).is_ok());
+        if hit {
+            // Newest use last in the pruning order of `store_in_cache`.
+            if let Some(f) = cache
+                .as_ref()
+                .and_then(|c| std::fs::File::options().append(true).open(c).ok())
+            {
+                let _ = f.set_modified(std::time::SystemTime::now());
+            }
+            println!("cargo:rustc-link-search=native={}", out_dir.display());
+            println!("cargo:rustc-link-lib=static={lib_name}");
+        } else {
+            // cc takes the CUDA compiler from `NVCC` (`.compiler()` would set
+            // the host compiler instead). A build script is one process:
+            // setting it here affects only this build.
+            env::set_var("NVCC", &self.nvcc);
+            let mut build = cc::Build::new();
+            build
+                .cuda(true)
+                .cpp(true)
+                .std("c++17")
+                .opt_level(3)
+                .debug(false)
+                .warnings(false);
+            for f in &flags {
+                build.flag(f);
+            }
+            for inc in includes {
+                build.include(inc);
+            }
+            for d in defines {
+                match d.split_once('=') {
+                    Some((k, v)) => build.define(k, v),
+                    None => build.define(d, None),
+                };
+            }
+            for src in sources {
+                build.file(src);
+            }
+            build.compile(lib_name);
+            if let Some(c) = &cache {
+                store_in_cache(&lib_file, c, lib_name);
+            }
+        }
         println!(
-            "cargo:warning=cuzk: compiled {} with nvcc ({}; {}) for sm_{}",
+            "cargo:warning=cuzk: {} {} with nvcc ({}; {}) for sm_{} (+PTX)",
+            if hit { "reused cached" } else { "compiled" },
             lib_name,
             self.nvcc.display(),
             self.version(),
@@ -275,6 +296,150 @@ pub fn cuda_archs() -> Vec<u32> {
         DEFAULT_ARCHS.to_vec()
     } else {
         detected
+    }
+}
+
+/// nvcc's flags besides `-O3 -std=c++17` and the includes: machine code
+/// for each of `archs` and PTX for the newest (one `-gencode` for it, so
+/// its front end runs once), compressed device code, and host warnings.
+pub fn nvcc_flags(archs: &[u32]) -> Vec<String> {
+    let mut flags = vec![
+        "-Xcompiler=-Wall".to_owned(),
+        "--expt-relaxed-constexpr".to_owned(),
+        // Compress the embedded device code: unrolled field arithmetic
+        // makes large SASS and PTX (about 2.5x smaller executables).
+        "-Xfatbin=-compress-all".to_owned(),
+    ];
+    let newest = archs.iter().copied().max();
+    for &arch in archs {
+        if Some(arch) == newest {
+            flags.push(format!(
+                "-gencode=arch=compute_{arch},code=[sm_{arch},compute_{arch}]"
+            ));
+        } else {
+            flags.push(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
+        }
+    }
+    if archs.len() > 1 {
+        // One host thread an architecture.
+        flags.push("--threads=0".to_owned());
+    }
+    flags
+}
+
+/// Where [`Toolkit::compile`] keeps the libraries nvcc built:
+/// `<target dir>/cuzk-nvcc-cache`, found from the build script's `OUT_DIR`
+/// (`<target dir>/<profile>/build/<crate>-<hash>/out`), so `cargo clean`
+/// empties it. One cache serves every profile and every cargo command:
+/// clippy (whose build scripts run apart from the test build's), tests and
+/// release builds compile each kernel once. `None` (no caching) when
+/// `CUZK_NVCC_CACHE=0` or `OUT_DIR` has another shape.
+pub fn nvcc_cache_dir(out_dir: &Path) -> Option<PathBuf> {
+    println!("cargo:rerun-if-env-changed=CUZK_NVCC_CACHE");
+    if env::var_os("CUZK_NVCC_CACHE").is_some_and(|v| v == "0") {
+        return None;
+    }
+    let build = out_dir.parent()?.parent()?;
+    if build.file_name()? != "build" {
+        return None;
+    }
+    let dir = build.parent()?.parent()?.join("cuzk-nvcc-cache");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
+/// The cache key of one library: everything that can change nvcc's output
+/// (nvcc and its version, flags, defines, target, host compiler, source
+/// paths, and the contents of every file under the sources' folders and the
+/// include folders).
+fn cache_key(
+    tk: &Toolkit,
+    lib_name: &str,
+    sources: &[&str],
+    includes: &[PathBuf],
+    defines: &[&str],
+    flags: &[String],
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    "cuzk-nvcc-cache 1".hash(&mut h);
+    (
+        lib_name,
+        &tk.nvcc,
+        tk.version(),
+        sources,
+        includes,
+        defines,
+        flags,
+    )
+        .hash(&mut h);
+    for var in [
+        "TARGET",
+        "CXX",
+        "CXXFLAGS",
+        "NVCC_FLAGS",
+        "NVCC_APPEND_FLAGS",
+    ] {
+        (var, env::var_os(var)).hash(&mut h);
+    }
+    let mut dirs: Vec<PathBuf> = includes.to_vec();
+    dirs.extend(
+        sources
+            .iter()
+            .filter_map(|s| Path::new(s).parent().map(Path::to_path_buf)),
+    );
+    let mut files = Vec::new();
+    for d in &dirs {
+        collect_files(d, &mut files);
+    }
+    files.sort();
+    files.dedup();
+    for f in files {
+        (&f, std::fs::read(&f).unwrap_or_default()).hash(&mut h);
+    }
+    h.finish()
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// Copies `lib` into the cache as `entry` (through a temporary file, so a
+/// reader never sees half of it) and keeps the newest four entries of
+/// `lib_name`.
+fn store_in_cache(lib: &Path, entry: &Path, lib_name: &str) {
+    let tmp = entry.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::copy(lib, &tmp).is_err() || std::fs::rename(&tmp, entry).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return;
+    }
+    let Some(dir) = entry.parent() else { return };
+    let prefix = format!("lib{lib_name}-");
+    let mut old: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(&prefix)
+                .is_some_and(|rest| rest.len() == 18 && rest.ends_with(".a"))
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    old.sort();
+    let excess = old.len().saturating_sub(4);
+    for (_, p) in old.into_iter().take(excess) {
+        let _ = std::fs::remove_file(p);
     }
 }
 

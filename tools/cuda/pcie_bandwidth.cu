@@ -2,7 +2,7 @@
  * Developer measurement: host <-> device copy bandwidth of one GPU, pinned
  * (cudaHostAlloc) and pageable (malloc), 1 GiB each way, best of 5.
  *
- *   nvcc -O2 -arch=sm_90 csrc/tests/pcie_bandwidth.cu -o pcie_bandwidth
+ *   cargo xtask tools && target/tools/pcie_bandwidth
  */
 #include <cuda_runtime.h>
 

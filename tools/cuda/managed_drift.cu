@@ -5,8 +5,9 @@
  * the change in free memory after each round (settled: three equal reads
  * 100 ms apart).
  *
- *   nvcc -O2 -arch=sm_90 csrc/tests/managed_drift.cu -o managed_drift
- *   ./managed_drift [cycles]
+ *   cargo xtask tools          (or: nvcc -O2 -arch=sm_90 -I tools/cuda \
+ *                               tools/cuda/managed_drift.cu -o managed_drift)
+ *   target/tools/managed_drift [cycles]
  */
 #include <cuda_runtime.h>
 

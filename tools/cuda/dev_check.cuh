@@ -1,5 +1,5 @@
 /*
- * Shared by the single-file developer measurements in csrc/tests: a CUDA
+ * Shared by the single-file measurement programs in tools/cuda: a CUDA
  * call check that prints the call and exits, CUDA-event timing, and the
  * settled free-memory read of the managed-memory experiments.
  */

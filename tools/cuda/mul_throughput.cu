@@ -5,10 +5,12 @@
  * (bench-only peer, from the cargo registry). It also checks that operator*
  * and mul_cios agree on every thread's final value.
  *
- *   nvcc -O3 -std=c++17 -arch=sm_90 -I csrc/include \
- *        [-DWITH_SPPARK -I ~/.cargo/registry/src/<index>/sppark-0.1.16/sppark] \
- *        csrc/tests/mul_throughput.cu -o mul_throughput
- *   ./mul_throughput
+ *   cargo xtask tools && target/tools/mul_throughput
+ *
+ * or by hand, with sppark's for comparison:
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -I csrc/include -I tools/cuda \
+ *        -DWITH_SPPARK -I ~/.cargo/registry/src/<index>/sppark-0.1.16/sppark \
+ *        tools/cuda/mul_throughput.cu -o mul_throughput
  *
  * Each thread runs K independent chains x_k <- x_k * y (ILP), ITER steps;
  * multiplies per second = threads * K * ITER / kernel time (CUDA events).
