@@ -60,6 +60,12 @@ pub(crate) fn build_all(nvcc: &Path, arch: &str, ptx_only: bool) -> Result<Vec<P
     } else {
         format!("-gencode=arch=compute_{arch},code=[sm_{arch},compute_{arch}]")
     };
+    // The toolkit's libraries (cudart_static, cudadevrt), beside bin/nvcc.
+    let lib = nvcc
+        .parent()
+        .and_then(Path::parent)
+        .map(|r| r.join("lib"))
+        .unwrap_or_default();
     let mut jobs = Vec::new();
     for src in &sources {
         let exe = out.join(src.file_stem().unwrap());
@@ -69,6 +75,8 @@ pub(crate) fn build_all(nvcc: &Path, arch: &str, ptx_only: bool) -> Result<Vec<P
             .arg(root().join("csrc/include"))
             .arg("-I")
             .arg(&dir)
+            .arg("-L")
+            .arg(&lib)
             .arg(src)
             .arg("-o")
             .arg(&exe);
