@@ -13,7 +13,8 @@ pub(crate) struct Args {
     /// A short run (about a minute).
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^24).
+    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
+    /// Groth16 proof 2^22).
     #[arg(long)]
     full: bool,
     /// Comma-separated layers to run (e.g. `field`).
