@@ -380,6 +380,8 @@ fn cache_key(
         "NVCC_FLAGS",
         "NVCC_APPEND_FLAGS",
     ] {
+        // cc asks for re-runs on these itself, but only when it runs.
+        println!("cargo:rerun-if-env-changed={var}");
         (var, env::var_os(var)).hash(&mut h);
     }
     let mut dirs: Vec<PathBuf> = includes.to_vec();
