@@ -358,7 +358,8 @@ static PUB_ITEM: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Public items of Rust `text` (not bindgen's `sys.rs`) with no doc comment (`///`, `/** */` or
 /// `#[doc]`) above them and their attributes, before the file's test module;
-/// and a file that does not open with a module doc (`//!`).
+/// a file that does not open with a module doc (`//!`); and `ignore`
+/// doctests.
 fn undocumented(path: &str, text: &str) -> Vec<Finding> {
     if path.ends_with("/sys.rs") {
         return Vec::new(); // bindgen's output, documented from the headers
@@ -377,7 +378,16 @@ fn undocumented(path: &str, text: &str) -> Vec<Finding> {
         });
     }
     for (i, line) in lines.iter().enumerate() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
+        let t = line.trim_start();
+        if (t.starts_with("///") || t.starts_with("//!")) && t.contains("```ignore") {
+            out.push(Finding {
+                line: i + 1,
+                message: "an `ignore` doctest: GPU runs pass --include-ignored, which would \
+                          compile it; mark it `no_run` (compiled, not run) or `text`"
+                    .into(),
+            });
+        }
+        if t.starts_with("#[cfg(test)]") {
             break;
         }
         if !PUB_ITEM.is_match(line) {
@@ -649,6 +659,7 @@ pub struct C;
 
 pub fn d() {}
 pub(crate) fn e() {}
+/// ```ignore
 pub use x::y;
 pub mod m;
 
@@ -657,7 +668,7 @@ mod tests {
     pub fn helper() {}
 }
 ";
-        assert_eq!(lines(undocumented("crates/x/src/lib.rs", text)), [25]);
+        assert_eq!(lines(undocumented("crates/x/src/lib.rs", text)), [25, 27]);
         assert_eq!(
             lines(undocumented("crates/x/src/a.rs", "pub fn a() {}\n")),
             [1, 1]
