@@ -84,7 +84,8 @@ pub(crate) fn run_tests(args: Args) -> Result<()> {
         // Without a GPU, a compile check to PTX (no machine code) suffices.
         let arch = match gpu {
             true => cuzk_build::cuda_archs()
-                .first()
+                .into_iter()
+                .max()
                 .map_or(CI_ARCH.into(), u32::to_string),
             false => CI_ARCH.into(),
         };

@@ -13,7 +13,7 @@ use std::process::Command;
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// GPU architecture (compute capability, e.g. `90`); default: this
-    /// machine's GPU, else 90.
+    /// machine's GPU (the newest of several), else `CUZK_CUDA_ARCHS`'s newest, else 90.
     #[arg(long)]
     arch: Option<String>,
 }
@@ -23,7 +23,8 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
     let arch = args.arch.unwrap_or_else(|| {
         cuzk_build::cuda_archs()
-            .first()
+            .into_iter()
+            .max()
             .map_or("90".into(), u32::to_string)
     });
     let exes = build_all(&nvcc, &arch, false)?;
