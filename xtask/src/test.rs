@@ -86,8 +86,8 @@ pub(crate) fn run_tests(args: Args) -> Result<()> {
             true => cuzk_build::cuda_archs()
                 .into_iter()
                 .max()
-                .map_or(CI_ARCH.into(), u32::to_string),
-            false => CI_ARCH.into(),
+                .map_or(CI_ARCH.to_string(), |a| a.to_string()),
+            false => CI_ARCH.to_string(),
         };
         tools::build_all(nvcc, &arch, !gpu)?;
     }

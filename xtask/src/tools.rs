@@ -25,7 +25,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
         cuzk_build::cuda_archs()
             .into_iter()
             .max()
-            .map_or("90".into(), u32::to_string)
+            .map_or("90".to_string(), |a| a.to_string())
     });
     let exes = build_all(&nvcc, &arch, false)?;
     for e in exes {
