@@ -64,7 +64,14 @@ fn build_executables(
         };
         if v["reason"] == "compiler-artifact" {
             if let Some(exe) = v["executable"].as_str() {
-                let kind = v["target"]["kind"][0].as_str().unwrap_or("").to_owned();
+                // Test harnesses as "test" (whatever their target kind), so
+                // that the binaries and examples `cargo test` also builds
+                // stay out of tests/.
+                let kind = if v["profile"]["test"] == true && args[0] == "test" {
+                    "test".to_owned()
+                } else {
+                    v["target"]["kind"][0].as_str().unwrap_or("").to_owned()
+                };
                 exes.push((PathBuf::from(exe), kind));
             }
         }
@@ -147,6 +154,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         &nvcc,
         &args.archs,
     )?;
+    let tests: Vec<_> = tests.into_iter().filter(|(_, k)| k == "test").collect();
     for (exe, _) in &tests {
         let name = exe.file_name().unwrap().to_string_lossy();
         // Strip the cargo hash suffix: cuzk_field-0123abcd -> cuzk_field.
