@@ -32,9 +32,9 @@ struct Cli {
 enum Cmd {
     /// The main job: benchmark every layer on the GPU (CPU where none) beside the CPU references.
     Bench(bench::Args),
-    /// Run the whole test suite as CI does: toolkit, CUDA build, tests, clippy, fmt, bindings drift.
+    /// Run the whole test suite as CI does: toolkit, fmt, clippy, CUDA build, tools, tests (GPU tests where a GPU is).
     Test(test::Args),
-    /// Build release test and bench executables with CUDA into target/bundle (runs without cargo).
+    /// Build release test and bench executables with CUDA into target/bundle and pack target/bundle.tar.xz (runs without cargo).
     Bundle(bundle::Args),
     /// Regenerate the Rust bindings of csrc/include/cuzk/*.h (committed output).
     Bindings(bindings::Args),
