@@ -8,8 +8,9 @@
 //! the check of the generated `csrc/ntt/fr_shoup.cuh` included).
 //!
 //! GPU tests are `#[ignore = "needs a GPU"]`: with a GPU (`nvidia-smi -L`
-//! lists one, or `CUZK_REQUIRE_GPU=1`) they run (`--include-ignored`);
-//! without one the test runner's closing lines count them as ignored.
+//! lists one, or `CUZK_REQUIRE_GPU=1`) they run (`--include-ignored`, with
+//! `CUZK_REQUIRE_GPU=1` so that none can skip); without one the test
+//! runner's closing lines count them as ignored.
 //! Without a GPU, and with `CUZK_CUDA_ARCHS` unset, the kernels are built
 //! for [`CI_ARCH`] alone (machine code and PTX): enough to compile-check
 //! every kernel, a third of nvcc's time for the default architectures.
@@ -96,6 +97,8 @@ pub(crate) fn run_tests(args: Args) -> Result<()> {
         .args(exclude)
         .args(features);
     if gpu {
+        // A GPU test run here must not skip (a skip would count as a pass).
+        test.env("CUZK_REQUIRE_GPU", "1");
         test.args(["--", "--include-ignored"]);
     }
     run(&mut test)?;
