@@ -15,10 +15,13 @@
 //! ark-poly's `get_coset(Fr::GENERATOR)` uses.
 //!
 //! The GPU algorithm is Bailey's four-step decomposition with radix-2
-//! decimation-in-frequency passes in shared memory (see `csrc/ntt/ntt.cu`).
+//! decimation-in-frequency passes in shared memory (see `csrc/ntt/ntt.cu`
+//! and `csrc/ntt/passes.cuh`).
 
 pub mod cpu;
 mod gpu;
+// Generated bindings (`cargo xtask bindings`): `pub` items of a private module.
+#[allow(unreachable_pub)]
 mod sys;
 mod tables;
 
