@@ -6,14 +6,14 @@
 
 extern "C" {
 
-cuzk_status cuzk_ntt_dif(int32_t, void*, uint32_t, uint64_t, const void*, const void*, uint32_t, const void* const*, uint32_t, uint32_t, uint32_t, const void*, void*) { return cuzk::no_cuda_build("cuzk_ntt_dif"); }
-cuzk_status cuzk_ntt_roots(int32_t, void*, uint32_t, const void*, const void*, uint32_t, void*) { return cuzk::no_cuda_build("cuzk_ntt_roots"); }
+cuzk_status cuzk_ntt_dif(int32_t, void*, uint64_t, const cuzk_ntt_tables*, void*) { return cuzk::no_cuda_build("cuzk_ntt_dif"); }
+cuzk_status cuzk_ntt_roots(int32_t, void*, const cuzk_ntt_root*, void*) { return cuzk::no_cuda_build("cuzk_ntt_roots"); }
 cuzk_status cuzk_ntt_plan(uint32_t, uint32_t*, uint32_t, uint32_t*) { return cuzk::no_cuda_build("cuzk_ntt_plan"); }
-cuzk_status cuzk_ntt_powers(int32_t, void*, uint32_t, uint32_t, const void*, const void*, uint32_t, void*) { return cuzk::no_cuda_build("cuzk_ntt_powers"); }
-cuzk_status cuzk_ntt_powers_shoup(int32_t, void*, uint32_t, uint32_t, const void*, const void*, uint32_t, void*) { return cuzk::no_cuda_build("cuzk_ntt_powers_shoup"); }
-cuzk_status cuzk_ntt_powers_tiled(int32_t, void*, uint32_t, uint32_t, uint32_t, uint32_t, const void*, const void*, uint32_t, void*) { return cuzk::no_cuda_build("cuzk_ntt_powers_tiled"); }
+cuzk_status cuzk_ntt_powers(int32_t, void*, uint32_t, const cuzk_ntt_root*, void*) { return cuzk::no_cuda_build("cuzk_ntt_powers"); }
+cuzk_status cuzk_ntt_powers_shoup(int32_t, void*, uint32_t, const cuzk_ntt_root*, void*) { return cuzk::no_cuda_build("cuzk_ntt_powers_shoup"); }
+cuzk_status cuzk_ntt_powers_tiled(int32_t, void*, uint32_t, uint32_t, uint32_t, const cuzk_ntt_root*, void*) { return cuzk::no_cuda_build("cuzk_ntt_powers_tiled"); }
 cuzk_status cuzk_ntt_bit_reverse(int32_t, void*, uint32_t, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_ntt_bit_reverse"); }
-cuzk_status cuzk_ntt_scale_powers(int32_t, void*, uint32_t, uint64_t, const void*, const void*, uint32_t, const void*, void*) { return cuzk::no_cuda_build("cuzk_ntt_scale_powers"); }
-cuzk_status cuzk_ntt_mul_sub_scale(int32_t, const void*, const void*, const void*, void*, uint64_t, const void*, void*) { return cuzk::no_cuda_build("cuzk_ntt_mul_sub_scale"); }
+cuzk_status cuzk_ntt_scale_powers(int32_t, void*, uint32_t, uint64_t, const cuzk_ntt_root*, const void*, void*) { return cuzk::no_cuda_build("cuzk_ntt_scale_powers"); }
+cuzk_status cuzk_ntt_mul_sub_scale(int32_t, const cuzk_ntt_mul_sub_operands*, void*, uint64_t, const void*, void*) { return cuzk::no_cuda_build("cuzk_ntt_mul_sub_scale"); }
 
 }  // extern "C"

@@ -15,18 +15,22 @@
 //! ark-poly's `get_coset(Fr::GENERATOR)` uses.
 //!
 //! The GPU algorithm is Bailey's four-step decomposition with radix-2
-//! decimation-in-frequency passes in shared memory (see `csrc/ntt/ntt.cu`).
+//! decimation-in-frequency passes in shared memory (see `csrc/ntt/ntt.cu`
+//! and `csrc/ntt/passes.cuh`).
 
 pub mod cpu;
 mod gpu;
+// Generated bindings (`cargo xtask bindings`): `pub` items of a private module.
+#[allow(unreachable_pub)]
 mod sys;
+mod tables;
 
-/// Pinned host memory for [`GpuNtt::ntt_pinned`] (from cuzk-alloc).
+/// Pinned host memory (from cuzk-alloc): [`GpuNtt::ntt`] copies a slice of
+/// one directly, with no staging copy.
 pub use cuzk_alloc::PinnedBuffer;
 pub use cuzk_field::{Backend, Error, Fr, Result};
-pub use gpu::{
-    full_twiddle_bytes, GpuNtt, DEFAULT_FULL_TWIDDLE_MAX_BYTES, SHOUP_TWIDDLE_MAX_BYTES,
-};
+pub use gpu::GpuNtt;
+pub use tables::{full_twiddle_bytes, DEFAULT_FULL_TWIDDLE_MAX_BYTES, SHOUP_TWIDDLE_MAX_BYTES};
 
 use ark_ff::{FftField, Field};
 
@@ -126,7 +130,7 @@ pub const MAX_LOG_N: u32 = 32;
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming what is wrong.
-pub fn check_shape(len: usize, log_n: u32) -> Result<usize> {
+pub(crate) fn check_shape(len: usize, log_n: u32) -> Result<usize> {
     if log_n > MAX_LOG_N {
         return Err(Error::InvalidArgument(format!(
             "a domain of 2^{log_n} is larger than Fr's two-adicity allows (at most 2^{MAX_LOG_N})"
@@ -148,7 +152,7 @@ pub fn check_shape(len: usize, log_n: u32) -> Result<usize> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `len` is not a power of two.
-pub fn log2_exact(len: usize) -> Result<u32> {
+pub(crate) fn log2_exact(len: usize) -> Result<u32> {
     if !len.is_power_of_two() {
         return Err(Error::InvalidArgument(format!(
             "NTT length {len} is not a power of two; pad the vector to the next power of two ({})",
@@ -198,5 +202,26 @@ pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<Backend> {
         Ok(g) => g.ntt(data, log_n, opts).map(|_| Backend::Gpu { device: 0 }),
         Err(e) if e.is_no_gpu() => cpu::ntt(data, log_n, opts).map(|_| Backend::Cpu),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked_with_messages() {
+        assert_eq!(check_shape(3 << 4, 4).unwrap(), 3);
+        let e = check_shape(12, 3).unwrap_err();
+        assert!(
+            e.to_string().contains("not a whole number of vectors"),
+            "{e}"
+        );
+        let e = check_shape(1 << 10, 33).unwrap_err();
+        assert!(e.to_string().contains("two-adicity"), "{e}");
+        assert!(check_shape(0, 0).is_err());
+        assert_eq!(log2_exact(1 << 12).unwrap(), 12);
+        let e = log2_exact(12).unwrap_err();
+        assert!(e.to_string().contains("not a power of two"), "{e}");
     }
 }

@@ -41,20 +41,107 @@ impl Default for cuzk_status {
         }
     }
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_ntt_root {
+    pub tw_lo: *const ::core::ffi::c_void,
+    pub tw_hi: *const ::core::ffi::c_void,
+    pub lo_bits: u32,
+    pub log_n: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_ntt_root"][::core::mem::size_of::<cuzk_ntt_root>() - 24usize];
+    ["Alignment of cuzk_ntt_root"][::core::mem::align_of::<cuzk_ntt_root>() - 8usize];
+    ["Offset of field: cuzk_ntt_root::tw_lo"]
+        [::core::mem::offset_of!(cuzk_ntt_root, tw_lo) - 0usize];
+    ["Offset of field: cuzk_ntt_root::tw_hi"]
+        [::core::mem::offset_of!(cuzk_ntt_root, tw_hi) - 8usize];
+    ["Offset of field: cuzk_ntt_root::lo_bits"]
+        [::core::mem::offset_of!(cuzk_ntt_root, lo_bits) - 16usize];
+    ["Offset of field: cuzk_ntt_root::log_n"]
+        [::core::mem::offset_of!(cuzk_ntt_root, log_n) - 20usize];
+};
+impl Default for cuzk_ntt_root {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_ntt_tables {
+    pub root: cuzk_ntt_root,
+    pub pass_tw: *const *const ::core::ffi::c_void,
+    pub pass_tw_count: u32,
+    pub pass_tw_shoup: u32,
+    pub pass_tw_tiled: u32,
+    pub roots: *const ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_ntt_tables"][::core::mem::size_of::<cuzk_ntt_tables>() - 56usize];
+    ["Alignment of cuzk_ntt_tables"][::core::mem::align_of::<cuzk_ntt_tables>() - 8usize];
+    ["Offset of field: cuzk_ntt_tables::root"]
+        [::core::mem::offset_of!(cuzk_ntt_tables, root) - 0usize];
+    ["Offset of field: cuzk_ntt_tables::pass_tw"]
+        [::core::mem::offset_of!(cuzk_ntt_tables, pass_tw) - 24usize];
+    ["Offset of field: cuzk_ntt_tables::pass_tw_count"]
+        [::core::mem::offset_of!(cuzk_ntt_tables, pass_tw_count) - 32usize];
+    ["Offset of field: cuzk_ntt_tables::pass_tw_shoup"]
+        [::core::mem::offset_of!(cuzk_ntt_tables, pass_tw_shoup) - 36usize];
+    ["Offset of field: cuzk_ntt_tables::pass_tw_tiled"]
+        [::core::mem::offset_of!(cuzk_ntt_tables, pass_tw_tiled) - 40usize];
+    ["Offset of field: cuzk_ntt_tables::roots"]
+        [::core::mem::offset_of!(cuzk_ntt_tables, roots) - 48usize];
+};
+impl Default for cuzk_ntt_tables {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_ntt_mul_sub_operands {
+    pub a: *const ::core::ffi::c_void,
+    pub b: *const ::core::ffi::c_void,
+    pub c: *const ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_ntt_mul_sub_operands"]
+        [::core::mem::size_of::<cuzk_ntt_mul_sub_operands>() - 24usize];
+    ["Alignment of cuzk_ntt_mul_sub_operands"]
+        [::core::mem::align_of::<cuzk_ntt_mul_sub_operands>() - 8usize];
+    ["Offset of field: cuzk_ntt_mul_sub_operands::a"]
+        [::core::mem::offset_of!(cuzk_ntt_mul_sub_operands, a) - 0usize];
+    ["Offset of field: cuzk_ntt_mul_sub_operands::b"]
+        [::core::mem::offset_of!(cuzk_ntt_mul_sub_operands, b) - 8usize];
+    ["Offset of field: cuzk_ntt_mul_sub_operands::c"]
+        [::core::mem::offset_of!(cuzk_ntt_mul_sub_operands, c) - 16usize];
+};
+impl Default for cuzk_ntt_mul_sub_operands {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 unsafe extern "C" {
     pub fn cuzk_ntt_dif(
         device: i32,
         data: *mut ::core::ffi::c_void,
-        log_n: u32,
         batch: u64,
-        tw_lo: *const ::core::ffi::c_void,
-        tw_hi: *const ::core::ffi::c_void,
-        lo_bits: u32,
-        pass_tw: *const *const ::core::ffi::c_void,
-        pass_tw_count: u32,
-        pass_tw_shoup: u32,
-        pass_tw_tiled: u32,
-        roots: *const ::core::ffi::c_void,
+        tables: *const cuzk_ntt_tables,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
@@ -62,10 +149,7 @@ unsafe extern "C" {
     pub fn cuzk_ntt_roots(
         device: i32,
         roots: *mut ::core::ffi::c_void,
-        log_n: u32,
-        tw_lo: *const ::core::ffi::c_void,
-        tw_hi: *const ::core::ffi::c_void,
-        lo_bits: u32,
+        root: *const cuzk_ntt_root,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
@@ -82,10 +166,7 @@ unsafe extern "C" {
         device: i32,
         out: *mut ::core::ffi::c_void,
         log_b: u32,
-        log_n: u32,
-        tw_lo: *const ::core::ffi::c_void,
-        tw_hi: *const ::core::ffi::c_void,
-        lo_bits: u32,
+        root: *const cuzk_ntt_root,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
@@ -94,10 +175,7 @@ unsafe extern "C" {
         device: i32,
         out: *mut ::core::ffi::c_void,
         log_b: u32,
-        log_n: u32,
-        tw_lo: *const ::core::ffi::c_void,
-        tw_hi: *const ::core::ffi::c_void,
-        lo_bits: u32,
+        root: *const cuzk_ntt_root,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
@@ -107,11 +185,8 @@ unsafe extern "C" {
         out: *mut ::core::ffi::c_void,
         log_b: u32,
         log_r: u32,
-        log_n: u32,
         shoup: u32,
-        tw_lo: *const ::core::ffi::c_void,
-        tw_hi: *const ::core::ffi::c_void,
-        lo_bits: u32,
+        root: *const cuzk_ntt_root,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
@@ -130,9 +205,7 @@ unsafe extern "C" {
         data: *mut ::core::ffi::c_void,
         log_n: u32,
         batch: u64,
-        g_lo: *const ::core::ffi::c_void,
-        g_hi: *const ::core::ffi::c_void,
-        lo_bits: u32,
+        shift: *const cuzk_ntt_root,
         factor: *const ::core::ffi::c_void,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
@@ -140,9 +213,7 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn cuzk_ntt_mul_sub_scale(
         device: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        c: *const ::core::ffi::c_void,
+        operands: *const cuzk_ntt_mul_sub_operands,
         out: *mut ::core::ffi::c_void,
         n: u64,
         factor: *const ::core::ffi::c_void,
