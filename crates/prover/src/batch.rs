@@ -40,7 +40,7 @@ impl<'a> BatchJob for ProofJob<'a> {
     fn synthesize(self, _check: bool) -> Result<ProofJob<'a>> {
         Ok(self)
     }
-    fn job(witness: &ProofJob<'a>) -> ProofJob<'_> {
+    fn job(witness: &Self::Witness) -> ProofJob<'_> {
         *witness
     }
 }
@@ -50,7 +50,7 @@ impl<'a> BatchJob for &ProofJob<'a> {
     fn synthesize(self, _check: bool) -> Result<ProofJob<'a>> {
         Ok(*self)
     }
-    fn job(witness: &ProofJob<'a>) -> ProofJob<'_> {
+    fn job(witness: &Self::Witness) -> ProofJob<'_> {
         *witness
     }
 }

@@ -6,7 +6,7 @@ use crate::r1cs::{synthesize, ProofJob};
 use crate::timings::{ms, ProofTimings};
 use crate::{qap, Backend, Error, Fr, Proof, ProvingKey, Result};
 use ark_bls12_381::{g1, g2};
-use ark_ec::CurveGroup;
+use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, UniformRand};
 use ark_relations::gr1cs::ConstraintSynthesizer;
 use cuzk_alloc::{BudgetConfig, DeviceMemory};

@@ -28,6 +28,11 @@ fn gather<P: MsmCurve>(bases: &[Affine<P>], keep: &[u32]) -> Vec<Affine<P>> {
 }
 
 impl<P: MsmCurve> Query<P> {
+    /// The query of `bases` (the full query): compacted when at least an
+    /// eighth of the bases are the identity, uploaded when `gpu` is given.
+    ///
+    /// # Errors
+    /// Out of memory and CUDA errors of the upload.
     pub(crate) fn new(bases: &[Affine<P>], gpu: Option<&GpuMsm>) -> Result<Self> {
         let zeros = bases.iter().filter(|p| p.is_zero()).count();
         let keep = (bases.len() >= 2 && zeros * SPARSE_DIVISOR >= bases.len()).then(|| {
