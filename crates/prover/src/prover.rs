@@ -55,8 +55,9 @@ impl std::fmt::Debug for Prover {
 }
 
 impl Prover {
-    /// A prover on GPU 0 when one is usable (its memory budget from the
-    /// environment, `CUZK_DEVICE_MEMORY_LIMIT`), else on the CPU.
+    /// A prover on GPU 0 when one is usable (its memory budget from
+    /// cuzk-alloc's settings, `CUZK_DEVICE_MEMORY_LIMIT` and
+    /// `CUZK_DEVICE_MEMORY_MARGIN`), else on the CPU.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a malformed key; errors of a GPU that
