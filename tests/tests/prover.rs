@@ -1,10 +1,13 @@
-//! cuzk-prover against ark-groth16 0.6: for random satisfiable circuits
+//! cuzk-prover's proofs checked against ark-groth16 0.6 (CPU) and its GPU path against its CPU path.
+//!
+//! For random satisfiable circuits
 //! (multiplications, additions with constants, zero coefficients, empty
 //! rows, public inputs, unused variables) a proof equals ark-groth16's
 //! `create_proof_with_reduction_and_matrices` for the same r and s (r = 0
 //! included), proofs with random r and s verify, a witness that does not
 //! match the key is an error, batches prove each partition; on a GPU the
-//! GPU path gives the CPU path's proofs.
+//! GPU path gives the CPU path's proofs (those tests are ignored, "needs a
+//! GPU", unless run with `--include-ignored`).
 
 use ark_bls12_381::Bls12_381;
 use ark_ff::{AdditiveGroup, Field, UniformRand};
@@ -13,7 +16,8 @@ use ark_snark::SNARK;
 use cuzk_alloc::{BudgetConfig, DeviceMemory};
 use cuzk_prover::synthetic::RandomCircuit;
 use cuzk_prover::{
-    synthesize, Backend, Error, Fr, MultiGpuProver, Proof, Prover, ProvingKey, Synthesized,
+    synthesize, Backend, BatchOptions, CircuitJob, ConstraintMatrices, Error, Fr, MultiGpuProver,
+    Proof, ProofJob, Prover, ProvingKey, Synthesized,
 };
 use cuzk_tests::{gpu_or_skip, report, rng};
 use proptest::prelude::*;
@@ -74,12 +78,14 @@ proptest! {
         ] {
             let want = reference(&pk, &w, r, s);
             let got = prover
-                .prove_with_matrices(&w.matrices, &w.full_assignment, w.num_inputs, r, s)
-                .unwrap();
+                .prove_job(&w.job(r, s))
+                .unwrap()
+                .0;
             prop_assert_eq!(&got, &want);
             let got_cpu = cpu
-                .prove_with_matrices(&w.matrices, &w.full_assignment, w.num_inputs, r, s)
-                .unwrap();
+                .prove_job(&w.job(r, s))
+                .unwrap()
+                .0;
             prop_assert_eq!(&got_cpu, &want);
         }
         // Built without ark-relations, the same system proves the same.
@@ -87,8 +93,9 @@ proptest! {
         prop_assert_eq!(&d.full_assignment, &w.full_assignment);
         let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
         let got = prover
-            .prove_with_matrices(&d.matrices, &d.full_assignment, d.num_inputs, r, s)
-            .unwrap();
+            .prove_job(&d.job(r, s))
+            .unwrap()
+            .0;
         prop_assert_eq!(got, reference(&pk, &w, r, s));
     }
 }
@@ -109,7 +116,7 @@ fn random_proofs_verify() {
         };
         let pk = setup(c, &mut rng);
         let prover = Prover::new(pk.clone()).unwrap();
-        let (proof, t) = prover.prove_timed(c, &mut rng).unwrap();
+        let (proof, t) = prover.prove(c, &mut rng).unwrap();
         assert!(t.total_ms() > 0.0 && t.witness_ms >= 0.0);
         let w = c.matrices().unwrap();
         assert!(verifies(&pk, w.public_inputs(), &proof), "{c:?}");
@@ -139,14 +146,30 @@ fn sparse_queries() {
     let w = synthesize(c, true).unwrap();
     let prover = Prover::new(pk.clone()).unwrap();
     let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
-    let p = prover
-        .prove_with_matrices(&w.matrices, &w.full_assignment, w.num_inputs, r, s)
-        .unwrap();
+    let p = prover.prove_job(&w.job(r, s)).unwrap().0;
     assert_eq!(p, reference(&pk, &w, r, s));
     assert!(verifies(&pk, w.public_inputs(), &p));
 }
 
-fn invalid(r: cuzk_prover::Result<Proof>, what: &str) -> String {
+/// A proof job from its parts (as ark-groth16's
+/// `create_proof_with_reduction_and_matrices` takes them).
+fn job_for<'a>(
+    matrices: &'a ConstraintMatrices,
+    full_assignment: &'a [Fr],
+    num_inputs: usize,
+    r: Fr,
+    s: Fr,
+) -> ProofJob<'a> {
+    ProofJob {
+        matrices,
+        full_assignment,
+        num_inputs,
+        r,
+        s,
+    }
+}
+
+fn invalid<T: std::fmt::Debug>(r: cuzk_prover::Result<T>, what: &str) -> String {
     match r {
         Err(Error::InvalidArgument(m)) => {
             report(&format!("{what}: {m}"));
@@ -178,17 +201,17 @@ fn mismatched_witness_errors() {
 
     // Lengths.
     let m1 = invalid(
-        prover.prove_with_matrices(m, &z[..z.len() - 1], ni, r, s),
+        prover.prove_job(&job_for(m, &z[..z.len() - 1], ni, r, s)),
         "short assignment",
     );
     assert!(m1.contains("variables"), "{m1}");
     let mut longer = z.clone();
     longer.push(Fr::ONE);
     invalid(
-        prover.prove_with_matrices(m, &longer, ni, r, s),
+        prover.prove_job(&job_for(m, &longer, ni, r, s)),
         "long assignment",
     );
-    let m2 = invalid(prover.prove_with_matrices(m, z, ni + 1, r, s), "inputs");
+    let m2 = invalid(prover.prove_job(&job_for(m, z, ni + 1, r, s)), "inputs");
     assert!(m2.contains("instance variables"), "{m2}");
 
     // Matrices of another circuit (another domain).
@@ -198,17 +221,17 @@ fn mismatched_witness_errors() {
     };
     let wo = synthesize(other, true).unwrap();
     invalid(
-        prover.prove_with_matrices(&wo.matrices, z, ni, r, s),
+        prover.prove_job(&job_for(&wo.matrices, z, ni, r, s)),
         "other circuit's matrices",
     );
     // A column past the assignment.
     let mut bad = w.matrices.clone();
     bad.a[0].push((Fr::ONE, z.len() + 5));
-    invalid(prover.prove_with_matrices(&bad, z, ni, r, s), "column");
+    invalid(prover.prove_job(&job_for(&bad, z, ni, r, s)), "column");
     // Rows that disagree with num_constraints.
     let mut rows = w.matrices.clone();
     rows.c.pop();
-    invalid(prover.prove_with_matrices(&rows, z, ni, r, s), "rows");
+    invalid(prover.prove_job(&job_for(&rows, z, ni, r, s)), "rows");
 
     // An unsatisfied witness: an error when checked; unchecked, a proof
     // that does not verify.
@@ -216,20 +239,21 @@ fn mismatched_witness_errors() {
     let last = tampered.len() - 2;
     tampered[last] += Fr::ONE;
     let m3 = invalid(
-        checked.prove_with_matrices(m, &tampered, ni, r, s),
+        checked.prove_job(&job_for(m, &tampered, ni, r, s)),
         "unsatisfied",
     );
     assert!(m3.contains("constraint"), "{m3}");
     let p = prover
-        .prove_with_matrices(m, &tampered, ni, r, s)
-        .expect("unchecked proves");
+        .prove_job(&job_for(m, &tampered, ni, r, s))
+        .expect("unchecked proves")
+        .0;
     assert!(!verifies(&pk, &tampered[1..ni], &p));
 
     // A key that does not fit the circuit at all.
     let pk_other = setup(other, &mut rng);
     let p_other = Prover::cpu(pk_other).unwrap();
     invalid(
-        p_other.prove_with_matrices(m, z, ni, r, s),
+        p_other.prove_job(&job_for(m, z, ni, r, s)),
         "other circuit's key",
     );
 }
@@ -258,13 +282,13 @@ fn unsatisfied_circuit_errors() {
     let mut rng = rng("unsatisfied_circuit_errors");
     let pk = setup_any(Bad(true), &mut rng);
     let checked = Prover::new(pk.clone()).unwrap().with_check_witness(true);
-    let p = checked.prove(Bad(true), &mut rng).unwrap();
+    let (p, _) = checked.prove(Bad(true), &mut rng).unwrap();
     assert!(verifies(&pk, &[Fr::from(3u64)], &p));
     let m = invalid(checked.prove(Bad(false), &mut rng), "unsatisfied circuit");
     assert!(m.contains("not satisfied"), "{m}");
     // Unchecked: a proof, which does not verify.
     let unchecked = Prover::cpu(pk.clone()).unwrap();
-    let p = unchecked.prove(Bad(false), &mut rng).unwrap();
+    let (p, _) = unchecked.prove(Bad(false), &mut rng).unwrap();
     assert!(!verifies(&pk, &[Fr::from(3u64)], &p));
 }
 
@@ -312,8 +336,8 @@ fn batch_of_partitions() {
         ws[1].job(rs[2].0, rs[2].1),
         ws[2].job(rs[3].0, rs[3].1),
     ];
-    for pipelined in [false, true] {
-        let out = prover.prove_batch_with(&jobs, pipelined);
+    for pipelined in [None, Some(false), Some(true)] {
+        let out = prover.prove_batch(&jobs, &BatchOptions { pipelined });
         assert_eq!(out.len(), 4);
         assert!(matches!(out[1], Err(Error::InvalidArgument(_))));
         for (i, w) in [(0usize, &ws[0]), (2, &ws[1]), (3, &ws[2])] {
@@ -322,8 +346,10 @@ fn batch_of_partitions() {
             assert!(verifies(&pk, w.public_inputs(), p));
         }
     }
-    assert_eq!(prover.prove_batch(&jobs).len(), 4);
-    assert!(prover.prove_batch(&[]).is_empty());
+    let none: [ProofJob<'_>; 0] = [];
+    assert!(prover
+        .prove_batch(none, &BatchOptions::default())
+        .is_empty());
 
     // Whole circuits, synthesized in the pipeline: each proof verifies
     // for its own public inputs.
@@ -333,12 +359,16 @@ fn batch_of_partitions() {
             ..base
         })
         .collect();
-    let out = prover.prove_circuits(circuits.clone(), &mut rng);
+    let batch = circuits.iter().map(|&circuit| CircuitJob {
+        circuit,
+        r: Fr::rand(&mut rng),
+        s: Fr::rand(&mut rng),
+    });
+    let out = prover.prove_batch(batch.collect::<Vec<_>>(), &BatchOptions::default());
     assert_eq!(out.len(), 4);
     for (c, o) in circuits.iter().zip(&out) {
-        let (p, t, inputs) = o.as_ref().unwrap();
-        assert_eq!(inputs.as_slice(), c.matrices().unwrap().public_inputs());
-        assert!(verifies(&pk, inputs, p));
+        let (p, t) = o.as_ref().unwrap();
+        assert!(verifies(&pk, c.matrices().unwrap().public_inputs(), p));
         assert!(t.witness_ms > 0.0);
     }
 }
@@ -346,6 +376,7 @@ fn batch_of_partitions() {
 /// On a GPU: the prover picks it, and its proofs equal the CPU path's (and
 /// ark-groth16's) on circuits up to 2^12 constraints.
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_matches_cpu() {
     let _serial = serial();
     let Some(_dev) = gpu_or_skip("gpu_matches_cpu") else {
@@ -374,6 +405,7 @@ fn gpu_matches_cpu() {
 /// A prover whose queries are precomputed (`with_precomputed_bases`) gives
 /// the CPU prover's proofs, which ark-groth16 verifies.
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_precomputed_bases_match_cpu() {
     let _serial = serial();
     let Some(_dev) = gpu_or_skip("gpu_precomputed_bases_match_cpu") else {
@@ -435,6 +467,7 @@ fn backend_choice() {
 /// device stays usable (all succeed once injection stops), and every byte
 /// is returned when the prover is dropped.
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_injected_failures() {
     let _serial = serial();
     let Some(dev) = gpu_or_skip("gpu_injected_failures") else {
@@ -452,7 +485,7 @@ fn gpu_injected_failures() {
         .collect();
     let jobs: Vec<_> = rs.iter().map(|&(r, s)| w.job(r, s)).collect();
     mem.inject_failures(7);
-    let out = gpu.prove_batch(&jobs);
+    let out = gpu.prove_batch(&jobs, &BatchOptions::default());
     mem.inject_failures(0);
     let mut failed = 0;
     for (j, o) in jobs.iter().zip(&out) {
@@ -467,7 +500,10 @@ fn gpu_injected_failures() {
         jobs.len()
     ));
     assert!(failed > 0);
-    for (j, o) in jobs.iter().zip(gpu.prove_batch(&jobs)) {
+    for (j, o) in jobs
+        .iter()
+        .zip(gpu.prove_batch(&jobs, &BatchOptions::default()))
+    {
         assert_eq!(o.unwrap().0, cpu.prove_job(j).unwrap().0);
     }
     drop(gpu);
@@ -578,6 +614,7 @@ fn multi_device_scheduling_cpu() {
 /// 2 workers each, every proof made on the GPU it was assigned to, equal to
 /// the CPU prover's proof for the same r, s, and verified by ark-groth16.
 #[test]
+#[ignore = "needs a GPU"]
 fn multi_gpu_partitions() {
     let _serial = serial();
     let Some(_dev) = gpu_or_skip("multi_gpu_partitions") else {
@@ -630,6 +667,7 @@ fn multi_gpu_partitions() {
 /// of a 2^14 circuit prove (no out-of-memory), equal the CPU prover's
 /// proofs and verify; the budget's peak stays within its limit.
 #[test]
+#[ignore = "needs a GPU"]
 fn two_workers_under_cap() {
     let _serial = serial();
     let Some(dev) = gpu_or_skip("two_workers_under_cap") else {
@@ -697,6 +735,7 @@ fn two_workers_under_cap() {
 /// dropped every byte is returned and, after a trim, the device's free
 /// memory is within 1 MiB of what it was before the prover was built.
 #[test]
+#[ignore = "needs a GPU"]
 fn hundred_proofs_with_injected_failures() {
     let _serial = serial();
     let Some(dev) = gpu_or_skip("hundred_proofs_with_injected_failures") else {

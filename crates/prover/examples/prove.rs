@@ -1,9 +1,10 @@
-//! Proves a real or a synthetic circuit with cuzk-prover and prints the
-//! stage times.
+//! Proves a real or a synthetic circuit with cuzk-prover and prints the stage times.
+//!
+//! Needs the `test-utils` feature (the synthetic circuit and key):
 //!
 //! ```text
-//! cargo run --release -p cuzk-prover --example prove -- --circuit sha256 --log-constraints 16
-//! cargo run --release -p cuzk-prover --example prove -- --circuit synthetic --log-constraints 24
+//! cargo run --release -p cuzk-prover --features test-utils --example prove -- --circuit sha256 --log-constraints 16
+//! cargo run --release -p cuzk-prover --features test-utils --example prove -- --circuit synthetic --log-constraints 24
 //! ```
 //!
 //! - `sha256`: a chain of SHA-256 hashes of 32 bytes (one compression each,
@@ -22,7 +23,7 @@
 //! prints the device of each proof:
 //!
 //! ```text
-//! cargo run --release -p cuzk-prover --example prove -- --circuit sha256 --log-constraints 18 \
+//! cargo run --release -p cuzk-prover --features test-utils --example prove -- --circuit sha256 --log-constraints 18 \
 //!     --batch --proofs 8 --devices 2 --workers 2
 //! ```
 
@@ -40,7 +41,10 @@ use ark_relations::gr1cs::{
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use clap::{Parser, ValueEnum};
 use cuzk_prover::synthetic::{random_key_for, RandomCircuit};
-use cuzk_prover::{synthesize, MultiGpuProver, ProofJob, ProofTimings, Prover, ProvingKey};
+use cuzk_prover::{
+    synthesize, BatchOptions, CircuitJob, MultiGpuProver, ProofJob, ProofTimings, Prover,
+    ProvingKey,
+};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::path::PathBuf;
@@ -346,15 +350,21 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
                 Sha256Chain { preimage, rounds }
             })
             .collect();
+        let batch: Vec<CircuitJob<Sha256Chain>> = parts
+            .iter()
+            .map(|part| CircuitJob {
+                circuit: part.clone(),
+                r: Fr::rand(rng),
+                s: Fr::rand(rng),
+            })
+            .collect();
         let t = Instant::now();
-        let out = prover.prove_circuits(parts.clone(), rng);
+        let out = prover.prove_batch(batch, &BatchOptions::default());
         let wall = t.elapsed().as_secs_f64();
         for (i, (part, o)) in parts.iter().zip(out).enumerate() {
-            let (proof, timings, inputs) = o?;
+            let (proof, timings) = o?;
             print_timings(i, &timings, None);
-            if inputs != part.public_inputs()
-                || !Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs)?
-            {
+            if !Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &part.public_inputs())? {
                 bail!("partition {i} does not verify");
             }
         }
@@ -368,7 +378,7 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let inputs = circuit.public_inputs();
     for i in 0..args.proofs {
         let t = Instant::now();
-        let (proof, timings) = prover.prove_timed(circuit.clone(), rng)?;
+        let (proof, timings) = prover.prove(circuit.clone(), rng)?;
         print_timings(i, &timings, Some(t.elapsed().as_secs_f64()));
         let t = Instant::now();
         let ok = Groth16::<Bls12_381>::verify_proof(&pvk, &proof, &inputs)?;

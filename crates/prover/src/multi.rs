@@ -89,10 +89,9 @@ impl Lane {
 
     /// One proof: the CPU stage, then the GPU stage once admitted.
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration) -> Result<MultiProof> {
-        let prepared = self.prover.prepare(job)?;
+        let prepared = self.prover.prepare(job, 0.0)?;
         let _admitted = self.gate.reserve_wait(self.ticket, timeout)?;
         let (proof, timings) = self.prover.finish(job, prepared)?;
-        timings.emit(self.prover.backend_name());
         Ok((proof, timings, self.device))
     }
 }
@@ -172,14 +171,26 @@ impl MultiGpuProver {
         Self::new(pk, &devices, gpu_workers_per_device)
     }
 
-    /// [`MultiGpuProver::new`] configured from the environment: the devices
-    /// in `CUZK_DEVICES` (comma-separated ordinals; default: all), the
-    /// workers a device in `CUZK_GPU_WORKERS_PER_DEVICE` (default
-    /// [`DEFAULT_GPU_WORKERS_PER_DEVICE`]).
+    /// [`MultiGpuProver::new`] configured by the user settings (the only
+    /// environment reads of this crate):
+    ///
+    /// - `CUZK_DEVICES`: the CUDA ordinals to prove on, comma-separated
+    ///   (`0,1`; spaces around an entry allowed), each at most once. Unset:
+    ///   every device the CUDA runtime reports
+    ///   ([`MultiGpuProver::all_devices`]).
+    /// - `CUZK_GPU_WORKERS_PER_DEVICE`: worker threads a device, a positive
+    ///   integer. Unset: [`DEFAULT_GPU_WORKERS_PER_DEVICE`].
+    ///
+    /// Each device's memory budget comes from cuzk-alloc's settings
+    /// (`CUZK_DEVICE_MEMORY_LIMIT`, `CUZK_DEVICE_MEMORY_MARGIN`).
     ///
     /// # Errors
-    /// As [`MultiGpuProver::new`]; [`Error::InvalidArgument`] when a
-    /// variable does not parse.
+    /// [`Error::InvalidArgument`] naming the variable when a value does not
+    /// parse (an entry of `CUZK_DEVICES` that is not an integer, a worker
+    /// count that is not a non-negative integer), for zero workers or a
+    /// device named twice; otherwise as [`MultiGpuProver::new`] (and
+    /// [`Error::NoDevice`] when `CUZK_DEVICES` is unset and the runtime
+    /// reports no device).
     pub fn from_env(pk: ProvingKey) -> Result<Self> {
         let workers = match std::env::var("CUZK_GPU_WORKERS_PER_DEVICE") {
             Ok(v) => v.trim().parse::<usize>().map_err(|_| {

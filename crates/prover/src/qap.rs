@@ -1,9 +1,12 @@
-//! The witness side of Groth16's QAP (libsnark's reduction, as ark-groth16's
-//! `LibsnarkReduction` computes it): the evaluations `A z`, `B z`, `C z` of
+//! The witness side of Groth16's QAP: the evaluations `A z`, `B z`, `C z` and the quotient H.
+//!
+//! libsnark's reduction, as ark-groth16's `LibsnarkReduction` computes it:
+//! the evaluations `A z`, `B z`, `C z` of
 //! the constraint matrices on the full assignment, and the coefficients of
 //! `H = (A B - C) / Z` through NTTs on the default coset.
 
-use crate::{ConstraintMatrices, Error, Fr, Result};
+use crate::r1cs::ConstraintMatrices;
+use crate::{Error, Fr, Result};
 use ark_ff::{AdditiveGroup, Field};
 use ark_relations::gr1cs::Matrix;
 use cuzk_alloc::{DeviceBuffer, Strategy};
@@ -16,7 +19,7 @@ use rayon::prelude::*;
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] beyond 2^32 (Fr's two-adicity).
-pub fn domain_log_size(num_constraints: usize, num_inputs: usize) -> Result<u32> {
+pub(crate) fn domain_log_size(num_constraints: usize, num_inputs: usize) -> Result<u32> {
     let m = num_constraints
         .checked_add(num_inputs)
         .and_then(|m| m.max(1).checked_next_power_of_two())
@@ -69,7 +72,7 @@ fn eval_rows(m: &Matrix<Fr>, z: &[Fr], out: &mut [Fr], name: &str) -> Result<()>
 /// [`Error::InvalidArgument`] for a matrix whose row count is not
 /// `m.num_constraints`, a column past the assignment or, with `check`, an
 /// unsatisfied constraint.
-pub fn evaluate(
+pub(crate) fn evaluate(
     m: &ConstraintMatrices,
     z: &[Fr],
     num_inputs: usize,
@@ -116,7 +119,7 @@ pub fn evaluate(
 /// element-wise, so order does not matter there), which saves the GPU two
 /// bit-reversal passes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Orders {
+pub(crate) enum Orders {
     /// Natural order throughout.
     Natural,
     /// Coset evaluations in bit-reversed order.
@@ -125,7 +128,7 @@ pub enum Orders {
 
 /// Where the quotient's transforms run: host vectors (CPU) or device buffers
 /// (GPU), with the same sequence of steps.
-pub trait QuotientEngine {
+pub(crate) trait QuotientEngine {
     /// A vector of 2^log_n elements where this engine keeps it.
     type Buf;
     /// Moves a host vector to the engine.
@@ -151,7 +154,7 @@ pub trait QuotientEngine {
 }
 
 /// The CPU engine: `cuzk_ntt::cpu` (ark-poly) on host vectors.
-pub struct CpuEngine;
+pub(crate) struct CpuEngine;
 
 impl QuotientEngine for CpuEngine {
     type Buf = Vec<Fr>;
@@ -183,7 +186,7 @@ fn vanishing_inverse(g: Fr, n: usize) -> Result<Fr> {
 }
 
 /// The GPU engine: a [`GpuNtt`] on device buffers from its memory manager.
-pub struct GpuEngine<'a>(pub &'a GpuNtt);
+pub(crate) struct GpuEngine<'a>(pub(crate) &'a GpuNtt);
 
 impl QuotientEngine for GpuEngine<'_> {
     type Buf = DeviceBuffer<Fr>;
@@ -221,7 +224,7 @@ impl QuotientEngine for GpuEngine<'_> {
 ///
 /// # Errors
 /// The engine's errors.
-pub fn quotient<E: QuotientEngine>(
+pub(crate) fn quotient<E: QuotientEngine>(
     engine: &E,
     abc: [Vec<Fr>; 3],
     log_n: u32,
@@ -252,4 +255,34 @@ pub fn quotient<E: QuotientEngine>(
         NttOptions::inverse().on_default_coset().with_order(back),
     )?;
     engine.store(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_sizes() {
+        assert_eq!(domain_log_size(0, 1).unwrap(), 0);
+        assert_eq!(domain_log_size(3, 1).unwrap(), 2);
+        assert_eq!(domain_log_size(4, 1).unwrap(), 3);
+        assert!(domain_log_size(1 << 32, 1).is_err());
+    }
+
+    #[test]
+    fn orders_agree_on_cpu() {
+        // The GPU's order choice, run through the CPU engine, gives the same
+        // quotient as natural order.
+        let n = 16usize;
+        let v = |k: u64| {
+            (0..n as u64)
+                .map(|i| Fr::from(i * i + k))
+                .collect::<Vec<_>>()
+        };
+        let abc = [v(1), v(2), v(3)];
+        let x = quotient(&CpuEngine, abc.clone(), 4, Orders::Natural).unwrap();
+        let y = quotient(&CpuEngine, abc, 4, Orders::Reversed).unwrap();
+        assert_eq!(x, y);
+        assert_ne!(x[0], Fr::ONE);
+    }
 }

@@ -1,3 +1,5 @@
+//! Test fixtures (feature `test-utils`): random circuits and random-point proving keys.
+//!
 //! Synthetic R1CS for tests and benchmarks: a random satisfiable circuit
 //! ([`RandomCircuit`]: multiplications, additions with constants, zero
 //! coefficients, empty rows, public inputs, unused variables) that
@@ -191,7 +193,7 @@ impl RandomCircuit {
             matrices: m.m,
             full_assignment: m.z,
             num_inputs: self.num_inputs + 1,
-            synthesis_ms: crate::ms(t),
+            synthesis_ms: crate::timings::ms(t),
         })
     }
 

@@ -1,0 +1,415 @@
+//! [`Prover`]: a Groth16 prover for one proving key, on a GPU or the CPU.
+
+use crate::memory::{self, PROVER_FULL_TWIDDLE_MAX_BYTES};
+use crate::query::Query;
+use crate::r1cs::{synthesize, ProofJob};
+use crate::timings::{ms, ProofTimings};
+use crate::{qap, Backend, Error, Fr, Proof, ProvingKey, Result};
+use ark_bls12_381::{g1, g2};
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::{AdditiveGroup, Field, UniformRand};
+use ark_relations::gr1cs::ConstraintSynthesizer;
+use cuzk_alloc::{BudgetConfig, DeviceMemory};
+use cuzk_msm::GpuMsm;
+use cuzk_ntt::GpuNtt;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The GPU side of a prover: engines sharing one memory budget.
+struct Gpu {
+    ntt: GpuNtt,
+    msm: GpuMsm,
+}
+
+/// A proof after its CPU stage (the checks and the evaluations `A z`,
+/// `B z`, `C z`), ready for its GPU stage.
+pub(crate) struct Prepared {
+    log_n: u32,
+    abc: [Vec<Fr>; 3],
+    timings: ProofTimings,
+}
+
+/// A Groth16 prover for one proving key. Share it between threads (`&self`
+/// methods; GPU work is serialized on its engines' streams).
+pub struct Prover {
+    pk: ProvingKey,
+    gpu: Option<Gpu>,
+    a: Query<g1::Config>,
+    b_g1: Query<g1::Config>,
+    b_g2: Query<g2::Config>,
+    h: Query<g1::Config>,
+    l: Query<g1::Config>,
+    pub(crate) check_witness: bool,
+}
+
+impl std::fmt::Debug for Prover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prover")
+            .field("backend", &self.backend())
+            .field("variables", &self.pk.a_query.len())
+            .field("inputs", &self.pk.vk.gamma_abc_g1.len())
+            .field("h_query", &self.pk.h_query.len())
+            .field("check_witness", &self.check_witness)
+            .finish()
+    }
+}
+
+impl Prover {
+    /// A prover on GPU 0 when one is usable (its memory budget from
+    /// cuzk-alloc's settings, `CUZK_DEVICE_MEMORY_LIMIT` and
+    /// `CUZK_DEVICE_MEMORY_MARGIN`), else on the CPU.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed key; errors of a GPU that
+    /// exists but fails (out of memory for the key's queries, CUDA errors).
+    pub fn new(pk: ProvingKey) -> Result<Self> {
+        let mem = match BudgetConfig::from_env().and_then(|cfg| DeviceMemory::new(0, cfg, u64::MAX))
+        {
+            Ok(m) => m,
+            Err(e) if e.is_no_gpu() => return Self::cpu(pk),
+            Err(e) => return Err(e),
+        };
+        Self::with_memory(pk, mem)
+    }
+
+    /// A prover on the CPU only (ark-poly NTTs, blst MSMs).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed key.
+    pub fn cpu(pk: ProvingKey) -> Result<Self> {
+        Self::build(pk, None)
+    }
+
+    /// A prover on the GPU of `mem`, sharing its budget with other users of
+    /// `mem` (other provers, other engines): uploads the key's A, B (G1, G2),
+    /// H and L queries once (96 bytes a G1 point, 192 a G2 point).
+    ///
+    /// # Errors
+    /// As [`Prover::new`]; [`Error::OutOfMemory`] when the key does not fit.
+    pub fn with_memory(pk: ProvingKey, mem: Arc<DeviceMemory>) -> Result<Self> {
+        let ntt = GpuNtt::with_memory(mem.clone())?
+            .with_full_twiddle_limit(PROVER_FULL_TWIDDLE_MAX_BYTES);
+        let msm = GpuMsm::with_memory(mem)?;
+        Self::build(pk, Some((ntt, msm)))
+    }
+
+    fn build(pk: ProvingKey, gpu: Option<(GpuNtt, GpuMsm)>) -> Result<Self> {
+        if pk.a_query.is_empty() {
+            return Err(Error::InvalidArgument(
+                "proving key with an empty A query (it lacks even the constant one)".into(),
+            ));
+        }
+        let nv = pk.a_query.len();
+        if pk.b_g1_query.len() != nv || pk.b_g2_query.len() != nv {
+            return Err(Error::InvalidArgument(format!(
+                "malformed proving key: A query of {nv}, B G1 query of {}, B G2 query of {} points",
+                pk.b_g1_query.len(),
+                pk.b_g2_query.len()
+            )));
+        }
+        let ni = pk.vk.gamma_abc_g1.len();
+        if ni == 0 || ni + pk.l_query.len() != nv {
+            return Err(Error::InvalidArgument(format!(
+                "malformed proving key: {ni} inputs and an L query of {} points for {nv} variables",
+                pk.l_query.len()
+            )));
+        }
+        let m = gpu.as_ref().map(|(_, m)| m);
+        let a = Query::new(&pk.a_query[1..], m)?;
+        let b_g1 = Query::new(&pk.b_g1_query[1..], m)?;
+        let b_g2 = Query::new(&pk.b_g2_query[1..], m)?;
+        let h = Query::new(&pk.h_query, m)?;
+        let l = Query::new(&pk.l_query, m)?;
+        Ok(Prover {
+            gpu: gpu.map(|(ntt, msm)| Gpu { ntt, msm }),
+            pk,
+            a,
+            b_g1,
+            b_g2,
+            h,
+            l,
+            check_witness: false,
+        })
+    }
+
+    /// The same prover with the key's queries on the GPU re-uploaded with
+    /// precomputed shifted copies ([`GpuMsm::upload_bases_precomputed`]:
+    /// faster MSMs against them from about 2^16 points, for W = 11 to 16
+    /// times their device memory and a one-time precomputation; figures in
+    /// BENCHMARKS.md). Largest query
+    /// first (H, L, A, B in G1, B in G2); each one whose copies, with an
+    /// MSM's scratch, do not fit what the memory budget has left stays
+    /// plain. Leave room for the proofs' own working set (see
+    /// [`Prover::working_set_bytes`]): cap the budget
+    /// (`CUZK_DEVICE_MEMORY_LIMIT`) or reserve first when several workers
+    /// share a GPU. Returns the prover and how many of the five queries are
+    /// precomputed. A query whose precomputation fails keeps plain bases (a
+    /// `tracing` warning says why). On the CPU path it changes nothing.
+    ///
+    /// # Errors
+    /// CUDA errors and [`Error::OutOfMemory`] when even a query's plain
+    /// bases cannot be uploaded again; the prover is dropped then.
+    pub fn with_precomputed_bases(mut self) -> Result<(Self, usize)> {
+        let Some(gpu) = self.gpu.as_ref().map(|g| g.msm.clone()) else {
+            return Ok((self, 0));
+        };
+        let pk = &self.pk;
+        let mut n = 0;
+        n += usize::from(self.h.precompute(&pk.h_query, &gpu)?);
+        n += usize::from(self.l.precompute(&pk.l_query, &gpu)?);
+        n += usize::from(self.a.precompute(&pk.a_query[1..], &gpu)?);
+        n += usize::from(self.b_g1.precompute(&pk.b_g1_query[1..], &gpu)?);
+        n += usize::from(self.b_g2.precompute(&pk.b_g2_query[1..], &gpu)?);
+        Ok((self, n))
+    }
+
+    /// The same prover, checking (or not) that the witness satisfies the
+    /// constraints before proving (default: not checked). Checked, an
+    /// unsatisfied system is an [`Error::InvalidArgument`] instead of a proof
+    /// that does not verify. Costs one field multiplication a constraint
+    /// (and for [`Prover::prove`], ark-relations' own check).
+    pub fn with_check_witness(mut self, check: bool) -> Self {
+        self.check_witness = check;
+        self
+    }
+
+    /// The proving key.
+    pub fn proving_key(&self) -> &ProvingKey {
+        &self.pk
+    }
+
+    /// An over-estimate of the device memory, in bytes, that one proof's
+    /// GPU stage claims from the budget on top of the uploaded key (the
+    /// figure depends only on the key's sizes; on the CPU path nothing is
+    /// claimed, but the figure is the same):
+    ///
+    /// - the H stage: A, B, C on the coset and the quotient, four vectors of
+    ///   2^log_n scalars (32 bytes each), plus the NTT engine's twiddle
+    ///   tables, two-level and full (tables between passes up to 64 MiB
+    ///   a pass, [`GpuNtt::full_twiddle_bytes`], for the root and its
+    ///   inverse; kept by the engine after the first proof);
+    /// - plus the largest MSM of the key (A, B in G1 and G2, H, L, taken
+    ///   uncompacted): its scalars and its scratch with every window sorted
+    ///   at once, after `cuzk_msm`'s plan (window of
+    ///   `cuzk_msm::window_bits(n)` bits; CUB's sort storage bounded by 16
+    ///   bytes a point plus 16 MiB).
+    ///
+    /// The two stages do not overlap (the H buffers are freed before the
+    /// MSMs); adding them is the over-estimate. Workers reserve this much
+    /// before a proof's GPU stage ([`crate::MultiGpuProver`]).
+    pub fn working_set_bytes(&self) -> u64 {
+        let log_n = (self.pk.h_query.len() as u64 + 1)
+            .next_power_of_two()
+            .trailing_zeros();
+        let full = self
+            .gpu
+            .as_ref()
+            .map_or(0, |g| 2 * g.ntt.full_twiddle_bytes(log_n));
+        memory::working_set_bytes(&self.pk, full)
+    }
+
+    /// Where this prover runs.
+    pub fn backend(&self) -> Backend {
+        match &self.gpu {
+            Some(g) => Backend::Gpu {
+                device: g.ntt.memory().device(),
+            },
+            None => Backend::Cpu,
+        }
+    }
+
+    /// A proof for `circuit` and its stage timings: synthesizes the circuit
+    /// (ark-relations, prove mode; [`synthesize`], with this prover's
+    /// witness check), draws r and s from `rng`, proves as
+    /// [`Prover::prove_job`]. The timings are also emitted through
+    /// `tracing` (target `cuzk_prover`, level INFO).
+    ///
+    /// # Errors
+    /// As [`synthesize`] and [`Prover::prove_job`].
+    pub fn prove<C: ConstraintSynthesizer<Fr>, R: rand::RngCore>(
+        &self,
+        circuit: C,
+        rng: &mut R,
+    ) -> Result<(Proof, ProofTimings)> {
+        let w = synthesize(circuit, self.check_witness)?;
+        let r = Fr::rand(rng);
+        let s = Fr::rand(rng);
+        let job = w.job(r, s);
+        let prepared = self.prepare(&job, w.synthesis_ms)?;
+        self.finish(&job, prepared)
+    }
+
+    /// A proof of one job (R1CS matrices, the full assignment: the constant
+    /// one, the `num_inputs - 1` public inputs, the witness; randomness `r`
+    /// and `s`) and its stage timings, also emitted through `tracing`
+    /// (target `cuzk_prover`, level INFO). The proof equals ark-groth16's
+    /// `create_proof_with_reduction_and_matrices(pk, r, s, [A, B, C],
+    /// num_inputs, num_constraints, full_assignment)` for a system that
+    /// matches the key.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the assignment, the inputs or the
+    /// domain do not match the key, when a matrix names a variable past the
+    /// assignment, or (with the witness check) when a constraint is not
+    /// satisfied; GPU errors ([`Error::OutOfMemory`], CUDA errors).
+    pub fn prove_job(&self, job: &ProofJob<'_>) -> Result<(Proof, ProofTimings)> {
+        let prepared = self.prepare(job, 0.0)?;
+        self.finish(job, prepared)
+    }
+
+    /// `"gpu"` or `"cpu"`, for `tracing` fields.
+    fn backend_name(&self) -> &'static str {
+        match self.backend() {
+            Backend::Gpu { .. } => "gpu",
+            Backend::Cpu => "cpu",
+        }
+    }
+
+    /// Checks that the job's shapes match the key; returns the domain's
+    /// size exponent.
+    fn check_job(&self, job: &ProofJob<'_>) -> Result<u32> {
+        let pk = &self.pk;
+        let m = job.matrices;
+        let z = job.full_assignment;
+        if m.a.len() != m.num_constraints
+            || m.b.len() != m.num_constraints
+            || m.c.len() != m.num_constraints
+        {
+            return Err(Error::InvalidArgument(format!(
+                "R1CS matrices of {}, {} and {} rows for {} constraints",
+                m.a.len(),
+                m.b.len(),
+                m.c.len(),
+                m.num_constraints
+            )));
+        }
+        if z.len() != pk.a_query.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the assignment has {} variables but the proving key is for {}: \
+                 this witness is for another circuit",
+                z.len(),
+                pk.a_query.len()
+            )));
+        }
+        if job.num_inputs != pk.vk.gamma_abc_g1.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} instance variables (the constant one included) but the proving key \
+                 is for {}",
+                job.num_inputs,
+                pk.vk.gamma_abc_g1.len()
+            )));
+        }
+        let log_n = qap::domain_log_size(m.num_constraints, job.num_inputs)?;
+        let n = 1usize << log_n;
+        if pk.h_query.len() != n - 1 {
+            return Err(Error::InvalidArgument(format!(
+                "{} constraints and {} inputs make a domain of {n}, but the proving key's \
+                 H query has {} points (expected {}): the matrices are for another circuit",
+                m.num_constraints,
+                job.num_inputs,
+                pk.h_query.len(),
+                n - 1
+            )));
+        }
+        if self.check_witness && z[0] != Fr::ONE {
+            return Err(Error::InvalidArgument(
+                "the assignment's first variable (the constant one) is not 1".into(),
+            ));
+        }
+        Ok(log_n)
+    }
+
+    /// The CPU stage of a proof: checks the job against the key and
+    /// evaluates `A z`, `B z`, `C z`. `witness_ms` is the job's synthesis
+    /// time (zero when it came synthesized), kept in the timings.
+    pub(crate) fn prepare(&self, job: &ProofJob<'_>, witness_ms: f64) -> Result<Prepared> {
+        let log_n = self.check_job(job)?;
+        let t0 = Instant::now();
+        let abc = qap::evaluate(
+            job.matrices,
+            job.full_assignment,
+            job.num_inputs,
+            log_n,
+            self.check_witness,
+        )?;
+        Ok(Prepared {
+            log_n,
+            abc,
+            timings: ProofTimings {
+                witness_ms,
+                eval_ms: ms(t0),
+                ..ProofTimings::default()
+            },
+        })
+    }
+
+    /// The device stage of a proof (on the CPU path, the CPU's): H, the
+    /// MSMs, the assembly; emits the timings through `tracing`.
+    pub(crate) fn finish(
+        &self,
+        job: &ProofJob<'_>,
+        prepared: Prepared,
+    ) -> Result<(Proof, ProofTimings)> {
+        let span =
+            tracing::debug_span!(target: "cuzk_prover", "prove", backend = self.backend_name());
+        let _g = span.enter();
+        let Prepared {
+            log_n,
+            abc,
+            timings: mut t,
+        } = prepared;
+        let pk = &self.pk;
+        let z = job.full_assignment;
+        let (r, s) = (job.r, job.s);
+
+        let t0 = Instant::now();
+        let h = match &self.gpu {
+            Some(g) => qap::quotient(&qap::GpuEngine(&g.ntt), abc, log_n, qap::Orders::Reversed)?,
+            None => qap::quotient(&qap::CpuEngine, abc, log_n, qap::Orders::Natural)?,
+        };
+        t.h_ntt_ms = ms(t0);
+
+        let vars = &z[1..];
+        let t0 = Instant::now();
+        let a_acc = self.a.msm(&pk.a_query[1..], vars)?;
+        t.msm_a_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let b2_acc = self.b_g2.msm(&pk.b_g2_query[1..], vars)?;
+        t.msm_b_g2_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let b1_acc = if r == Fr::ZERO {
+            None
+        } else {
+            Some(self.b_g1.msm(&pk.b_g1_query[1..], vars)?)
+        };
+        t.msm_b_g1_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let h_acc = self.h.msm(&pk.h_query, &h[..pk.h_query.len()])?;
+        t.msm_h_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let l_acc = self.l.msm(&pk.l_query, &z[job.num_inputs..])?;
+        t.msm_l_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let delta_g1 = pk.delta_g1.into_group();
+        let g_a = a_acc + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
+        let g2_b = b2_acc + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
+        let g1_b = match b1_acc {
+            Some(acc) => acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s,
+            None => g1::G1Projective::ZERO,
+        };
+        let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + l_acc + h_acc;
+        let proof = Proof {
+            a: g_a.into_affine(),
+            b: g2_b.into_affine(),
+            c: g_c.into_affine(),
+        };
+        t.assembly_ms = ms(t0);
+        t.emit(self.backend_name());
+        Ok((proof, t))
+    }
+}
