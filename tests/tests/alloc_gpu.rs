@@ -389,6 +389,71 @@ fn pinned_and_registered_host_memory_round_trip() {
     mem.check_all_returned().unwrap();
 }
 
+/// Page-locked host slices are recognized (a `PinnedBuffer`, part of one, a
+/// `HostRegistration`; not a `Vec`, not an empty slice), and `StagedCopies`
+/// and `Staging` copy them directly: a round trip through either is exact,
+/// for sizes above `StagedCopies::MIN_BYTES` and a sub-slice that starts
+/// and ends inside the buffer. The query leaves no CUDA error behind: the
+/// device runs work right after asking about pageable memory.
+#[test]
+#[ignore = "needs a GPU"]
+fn pinned_staged_copies_round_trip_exactly() {
+    let Some(dev) = gpu_or_skip("pinned_staged_copies_round_trip_exactly") else {
+        return;
+    };
+    let _s = serial();
+    let mem = DeviceMemory::from_env(dev).unwrap();
+    let stream = Stream::new(dev).unwrap();
+    let mut rng = rng("pinned_staged_copies_round_trip_exactly");
+    let words = (24 * MIB / 4) as usize + 13;
+    let mut pinned = cuzk_alloc::PinnedBuffer::<u32>::new(words).unwrap();
+    rng.fill(&mut pinned[..]);
+    let mut pageable: Vec<u32> = (0..words).map(|_| rng.gen()).collect();
+    assert!(cuzk_alloc::is_page_locked(&pinned[..]).unwrap());
+    assert!(cuzk_alloc::is_page_locked(&pinned[7..words - 5]).unwrap());
+    assert!(!cuzk_alloc::is_page_locked(&pageable[..]).unwrap());
+    assert!(!cuzk_alloc::is_page_locked::<u32>(&[]).unwrap());
+    {
+        let reg = cuzk_alloc::HostRegistration::new(&mut pageable[..]).unwrap();
+        assert!(cuzk_alloc::is_page_locked(&reg[..]).unwrap());
+    }
+    assert!(!cuzk_alloc::is_page_locked(&pageable[..]).unwrap());
+
+    let copies = cuzk_alloc::StagedCopies::default();
+    let mut staging = cuzk_alloc::Staging::new(MIB as usize + 3).unwrap();
+    let mut d = mem
+        .alloc::<u32>(words, Strategy::Async, &stream, None)
+        .unwrap();
+    let mut back = cuzk_alloc::PinnedBuffer::<u32>::new(words).unwrap();
+    copies.upload(&mut d, &pinned).unwrap();
+    copies.download(&d, &mut back).unwrap();
+    assert!(back[..] == pinned[..], "StagedCopies pinned round trip");
+    // The direct path copied; the staging buffers were never needed.
+    assert!(format!("{copies:?}").contains("untried"), "{copies:?}");
+    rng.fill(&mut back[..]);
+    staging.upload(&mut d, &pinned).unwrap();
+    staging.download(&d, &mut back).unwrap();
+    assert!(back[..] == pinned[..], "Staging pinned round trip");
+    // A part of a pinned buffer, into a device buffer of its length.
+    let part = 5..words - 9;
+    let mut dp = mem
+        .alloc::<u32>(part.len(), Strategy::Async, &stream, None)
+        .unwrap();
+    copies.upload(&mut dp, &pinned[part.clone()]).unwrap();
+    let mut back_part: Vec<u32> = vec![0; part.len()];
+    dp.copy_to_host(&mut back_part).unwrap();
+    assert!(back_part[..] == pinned[part], "sub-slice upload");
+    // The device is still usable after the pageable queries.
+    dp.fill_words(0x5EED).unwrap();
+    stream.synchronize().unwrap();
+    report(&format!(
+        "alloc: pinned round trips of {} through StagedCopies and Staging",
+        fmt_bytes((words * 4) as u64)
+    ));
+    drop((d, dp));
+    mem.check_all_returned().unwrap();
+}
+
 /// Staged copies (two pinned chunks, parallel host memcpy) move every byte:
 /// sizes around the chunk size, a chunk size that divides nothing, and the
 /// engine-level `StagedCopies` on both of its paths (plain below 4 MiB).

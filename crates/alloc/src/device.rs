@@ -890,13 +890,54 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
     }
 }
 
+/// Whether `data` lies in page-locked host memory: a [`PinnedBuffer`] (or
+/// part of one), a slice under a [`HostRegistration`], or any memory that
+/// `cudaHostAlloc` / `cudaMallocHost` returned or `cudaHostRegister`
+/// locked. Copies between such memory and the device run as direct DMA
+/// transfers, so [`StagedCopies`] and [`Staging`] skip their staging
+/// buffers for it.
+///
+/// Asks `cudaPointerGetAttributes` about the first and the last byte of the
+/// slice; a slice whose ends lie in two registrations with pageable memory
+/// between them reads as locked, which only makes its copies slower (a
+/// direct copy from pageable memory is still correct). An empty slice is
+/// not locked. Pageable memory is an answer, never an error, and leaves no
+/// CUDA error behind.
+///
+/// # Errors
+/// [`Error::NoCudaBuild`] in a build without CUDA; [`Error::NoDevice`]
+/// without a usable GPU; [`Error::Cuda`] for another runtime failure.
+pub fn is_page_locked<T: DeviceRepr>(data: &[T]) -> Result<bool> {
+    let mut out = 0i32;
+    // SAFETY: the pointer is only inspected (never dereferenced) by the
+    // runtime; the out-pointer is valid for the call.
+    check(unsafe {
+        sys::cuzk_host_is_page_locked(
+            data.as_ptr().cast(),
+            std::mem::size_of_val(data) as u64,
+            &mut out,
+        )
+    })?;
+    Ok(out != 0)
+}
+
+/// True when a copy of `data` should skip the staging buffers: it is
+/// non-empty and page-locked. A failed query reads as pageable (the staged
+/// path then reports any real problem).
+fn direct_copy<T: DeviceRepr>(data: &[T]) -> bool {
+    !data.is_empty() && is_page_locked(data).unwrap_or(false)
+}
+
 /// Host <-> device copies of large arrays through two pinned staging
 /// buffers: while the GPU's copy engine moves one chunk over PCIe, the
 /// staging's own host threads (up to 16) copy the next chunk between the
 /// caller's pageable memory and the other pinned buffer. A plain copy from
 /// pageable memory is staged by the driver one thread at a time; this one
 /// is limited by the slower of the PCIe link and the host's parallel memcpy
-/// (on an H200 host: 2 x 4.3 GB in about 180 ms, BENCHMARKS.md run 11).
+/// (BENCHMARKS.md has figures).
+///
+/// A host slice that is already page-locked ([`is_page_locked`]) is copied
+/// directly with one `cudaMemcpyAsync`, without the staging buffers.
 ///
 /// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
 /// `Staging` serves one copy at a time (`&mut self`); give each worker its
@@ -1010,6 +1051,10 @@ impl Staging {
                 dst.len
             )));
         }
+        if direct_copy(src) {
+            dst.stream.synchronize()?;
+            return dst.copy_from_host(src);
+        }
         let src = as_bytes(src);
         let stream = dst.stream.clone();
         let mut i = 0;
@@ -1056,6 +1101,10 @@ impl Staging {
                 src.len,
                 dst.len()
             )));
+        }
+        if direct_copy(dst) {
+            src.stream.synchronize()?;
+            return src.copy_to_host(dst);
         }
         let total = std::mem::size_of_val(dst);
         let dst = as_bytes_mut(dst);
@@ -1108,7 +1157,9 @@ enum StagingState {
     Unavailable(String),
 }
 
-/// One engine's host <-> device copies: arrays of at least
+/// One engine's host <-> device copies: a page-locked host slice
+/// ([`is_page_locked`]: a [`PinnedBuffer`], a [`HostRegistration`]) is
+/// copied directly by DMA; pageable arrays of at least
 /// [`StagedCopies::MIN_BYTES`] bytes go through a [`Staging`] created on
 /// first use (two pinned chunks of [`DEFAULT_STAGING_CHUNK_BYTES`], 64 MiB
 /// of pinned host memory held until the engine is dropped; the first use
@@ -1171,6 +1222,9 @@ impl StagedCopies {
     /// As [`Staging::upload`] (or [`DeviceBuffer::copy_from_host`] on the
     /// plain path): the buffer's contents are unspecified after an error.
     pub fn upload<T: DeviceRepr>(&self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
+        if std::mem::size_of_val(src) >= Self::MIN_BYTES && direct_copy(src) {
+            return dst.copy_from_host(src);
+        }
         match self.with(std::mem::size_of_val(src), |s| s.upload(dst, src)) {
             Some(r) => r,
             None => dst.copy_from_host(src),
@@ -1183,6 +1237,9 @@ impl StagedCopies {
     /// As [`Staging::download`] (or [`DeviceBuffer::copy_to_host`] on the
     /// plain path): discard `dst` after an error.
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
+        if std::mem::size_of_val(dst) >= Self::MIN_BYTES && direct_copy(dst) {
+            return src.copy_to_host(dst);
+        }
         match self.with(std::mem::size_of_val(dst), |s| s.download(src, &mut *dst)) {
             Some(r) => r,
             None => src.copy_to_host(dst),

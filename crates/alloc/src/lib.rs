@@ -31,6 +31,6 @@ pub use budget::{
 };
 pub use cuzk_field::{Error, Result};
 pub use device::{
-    DeviceBuffer, DeviceMemory, Event, HostRegistration, PinnedBuffer, StagedCopies, Staging,
-    Stats, Strategy, StrategyStats, Stream, DEFAULT_STAGING_CHUNK_BYTES,
+    is_page_locked, DeviceBuffer, DeviceMemory, Event, HostRegistration, PinnedBuffer,
+    StagedCopies, Staging, Stats, Strategy, StrategyStats, Stream, DEFAULT_STAGING_CHUNK_BYTES,
 };
