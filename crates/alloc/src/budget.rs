@@ -441,13 +441,16 @@ impl Budget {
 }
 
 /// A device simulated in host memory, for tests of the budget and planner
-/// logic: `free` goes down by what [`SimulatedDevice::take`] takes.
+/// logic: `free` goes down by what [`SimulatedDevice::take`] takes. A test
+/// fixture: only with the `test-utils` feature.
+#[cfg(any(test, feature = "test-utils"))]
 #[derive(Debug)]
 pub struct SimulatedDevice {
     total: u64,
     used: std::sync::atomic::AtomicU64,
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 impl SimulatedDevice {
     /// A device with `total` bytes, `used` of them already taken by others.
     pub fn new(total: u64, used: u64) -> Arc<Self> {
@@ -469,6 +472,7 @@ impl SimulatedDevice {
     }
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 impl MemSource for Arc<SimulatedDevice> {
     fn mem_info(&self) -> Result<(u64, u64)> {
         let used = self.used.load(std::sync::atomic::Ordering::SeqCst);
