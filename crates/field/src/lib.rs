@@ -17,6 +17,13 @@
 //! Crates that compile their own CUDA code find the device headers through
 //! the `DEP_CUZK_FIELD_INCLUDE` build variable (this crate `links` as
 //! `cuzk_field`), and whether CUDA was compiled through `DEP_CUZK_FIELD_CUDA`.
+//!
+//! # Features
+//!
+//! - `cuda`: require CUDA (a missing nvcc is a build error instead of a
+//!   CPU-only build).
+//! - `test-utils`: helpers for benchmarks and tests outside the default
+//!   API: `ops::gpu_bench` (median kernel time of one operation).
 
 mod backend;
 mod error;

@@ -94,38 +94,34 @@ unsafe extern "C" {
         total_memory_bytes: *mut u64,
     ) -> cuzk_status;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_field_operands {
+    pub kind: i32,
+    pub op: i32,
+    pub a: *const ::core::ffi::c_void,
+    pub b: *const ::core::ffi::c_void,
+    pub out: *mut ::core::ffi::c_void,
+    pub n: u64,
+}
 unsafe extern "C" {
     pub fn cuzk_field_gpu_apply_device(
         device: i32,
-        kind: i32,
-        op: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        out: *mut ::core::ffi::c_void,
-        n: u64,
+        operands: *const cuzk_field_operands,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
     pub fn cuzk_field_gpu_apply(
         device: i32,
-        kind: i32,
-        op: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        out: *mut ::core::ffi::c_void,
-        n: u64,
+        operands: *const cuzk_field_operands,
         elapsed_ms: *mut f32,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
     pub fn cuzk_field_gpu_bench(
         device: i32,
-        kind: i32,
-        op: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        n: u64,
+        operands: *const cuzk_field_operands,
         reps: u32,
         median_ms: *mut f32,
     ) -> cuzk_status;
