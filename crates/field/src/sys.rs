@@ -104,6 +104,32 @@ pub struct cuzk_field_operands {
     pub out: *mut ::core::ffi::c_void,
     pub n: u64,
 }
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_field_operands"][::core::mem::size_of::<cuzk_field_operands>() - 40usize];
+    ["Alignment of cuzk_field_operands"][::core::mem::align_of::<cuzk_field_operands>() - 8usize];
+    ["Offset of field: cuzk_field_operands::kind"]
+        [::core::mem::offset_of!(cuzk_field_operands, kind) - 0usize];
+    ["Offset of field: cuzk_field_operands::op"]
+        [::core::mem::offset_of!(cuzk_field_operands, op) - 4usize];
+    ["Offset of field: cuzk_field_operands::a"]
+        [::core::mem::offset_of!(cuzk_field_operands, a) - 8usize];
+    ["Offset of field: cuzk_field_operands::b"]
+        [::core::mem::offset_of!(cuzk_field_operands, b) - 16usize];
+    ["Offset of field: cuzk_field_operands::out"]
+        [::core::mem::offset_of!(cuzk_field_operands, out) - 24usize];
+    ["Offset of field: cuzk_field_operands::n"]
+        [::core::mem::offset_of!(cuzk_field_operands, n) - 32usize];
+};
+impl Default for cuzk_field_operands {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 unsafe extern "C" {
     pub fn cuzk_field_gpu_apply_device(
         device: i32,
