@@ -55,6 +55,7 @@ mod memory;
 mod raw;
 mod staging;
 mod stream;
+#[allow(unreachable_pub)] // generated bindings: `pub` items of a private module
 mod sys;
 
 #[cfg(any(test, feature = "test-utils"))]

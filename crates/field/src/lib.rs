@@ -30,6 +30,7 @@ mod error;
 pub mod gpu;
 pub mod layout;
 pub mod ops;
+#[allow(unreachable_pub)] // generated bindings: `pub` items of a private module
 mod sys;
 
 pub use backend::Backend;
