@@ -31,7 +31,7 @@ pub enum Kind {
     Fr,
     /// BLS12-381 base field (381-bit p).
     Fp,
-    /// Quadratic extension Fp[u]/(u^2 + 1).
+    /// Quadratic extension `Fp[u]/(u^2 + 1)`.
     Fp2,
     /// Points of G1 (coordinates in Fp).
     G1,
