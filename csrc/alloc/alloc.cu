@@ -186,6 +186,35 @@ cuzk_status cuzk_host_unregister(void* ptr) {
     });
 }
 
+// The memory type of host address `p`: cudaMemoryTypeUnregistered for
+// pageable memory (older runtimes answer cudaErrorInvalidValue, which is
+// cleared here and read as unregistered).
+static cudaError_t host_memory_type(const void* p, cudaMemoryType* type) {
+    cudaPointerAttributes attr = {};
+    cudaError_t e = cudaPointerGetAttributes(&attr, p);
+    if (e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        *type = cudaMemoryTypeUnregistered;
+        return cudaSuccess;
+    }
+    *type = attr.type;
+    return e;
+}
+
+cuzk_status cuzk_host_is_page_locked(const void* ptr, uint64_t bytes, int32_t* out) {
+    return guard("cuzk_host_is_page_locked", [&]() -> cuzk_status {
+        CUZK_NEED(out, "cuzk_host_is_page_locked: null out-pointer");
+        *out = 0;
+        if (!ptr || bytes == 0) return ok();
+        cudaMemoryType first = cudaMemoryTypeUnregistered, last = cudaMemoryTypeUnregistered;
+        CUZK_CUDA_TRY(host_memory_type(ptr, &first));
+        if (first != cudaMemoryTypeHost) return ok();
+        CUZK_CUDA_TRY(host_memory_type((const char*)ptr + (bytes - 1), &last));
+        *out = last == cudaMemoryTypeHost ? 1 : 0;
+        return ok();
+    });
+}
+
 cuzk_status cuzk_stream_create(int32_t device, void** stream) {
     return guard("cuzk_stream_create", [&]() -> cuzk_status {
         CUZK_NEED(stream, "cuzk_stream_create: null out-pointer");

@@ -189,6 +189,15 @@ cuzk_status elapsed(const Event& start, const Event& stop, float* ms) {
     return ok();
 }
 
+/* A copy of *operands, or CUZK_ERR_INVALID_ARGUMENT for a null pointer. */
+cuzk_status read_operands(const char* function, const cuzk_field_operands* operands,
+                          cuzk_field_operands* o) {
+    if (operands == nullptr)
+        return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: operands is null", function);
+    *o = *operands;
+    return ok();
+}
+
 } // namespace
 
 extern "C" int32_t cuzk_field_cuda_compiled(void) { return 1; }
@@ -232,54 +241,56 @@ extern "C" cuzk_status cuzk_gpu_device_info(int32_t device, char* name, uint64_t
     });
 }
 
-extern "C" cuzk_status cuzk_field_gpu_apply_device(int32_t device, int32_t kind, int32_t op,
-                                                   const void* a, const void* b, void* out,
-                                                   uint64_t n, void* stream) {
+extern "C" cuzk_status cuzk_field_gpu_apply_device(int32_t device,
+                                                   const cuzk_field_operands* operands,
+                                                   void* stream) {
     const char* fn = "cuzk_field_gpu_apply_device";
     return guard(fn, [&]() -> cuzk_status {
+        cuzk_field_operands o = {};
+        CUZK_TRY(read_operands(fn, operands, &o));
         cuzk::ops::Layout lay;
-        CUZK_TRY(cuzk::ops::check_args(fn, kind, op, a, b, n, &lay));
-        if (n == 0) return ok();
-        if (out == nullptr) return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: out is null", fn);
+        CUZK_TRY(cuzk::ops::check_args(fn, o.kind, o.op, o.a, o.b, o.n, &lay));
+        if (o.n == 0) return ok();
+        if (o.out == nullptr) return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: out is null", fn);
         CUZK_CUDA_TRY(cudaSetDevice(device));
-        CUZK_TRY(check_device_pointer(fn, "a", a));
-        if (lay.b_bytes != 0) CUZK_TRY(check_device_pointer(fn, "b", b));
-        CUZK_TRY(check_device_pointer(fn, "out", out));
-        return launch(kind, op, a, b, out, n, static_cast<cudaStream_t>(stream), nullptr);
+        CUZK_TRY(check_device_pointer(fn, "a", o.a));
+        if (lay.b_bytes != 0) CUZK_TRY(check_device_pointer(fn, "b", o.b));
+        CUZK_TRY(check_device_pointer(fn, "out", o.out));
+        return launch(o.kind, o.op, o.a, o.b, o.out, o.n, static_cast<cudaStream_t>(stream), nullptr);
     });
 }
 
-extern "C" cuzk_status cuzk_field_gpu_apply(int32_t device, int32_t kind, int32_t op,
-                                            const void* a, const void* b, void* out, uint64_t n,
+extern "C" cuzk_status cuzk_field_gpu_apply(int32_t device, const cuzk_field_operands* operands,
                                             float* elapsed_ms) {
     const char* fn = "cuzk_field_gpu_apply";
     return guard(fn, [&]() -> cuzk_status {
         if (elapsed_ms) *elapsed_ms = 0.0f;
+        cuzk_field_operands o = {};
+        CUZK_TRY(read_operands(fn, operands, &o));
         cuzk::ops::Layout lay;
-        CUZK_TRY(cuzk::ops::check_args(fn, kind, op, a, b, n, &lay));
-        if (n == 0) return ok();
-        if (out == nullptr) return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: out is null", fn);
+        CUZK_TRY(cuzk::ops::check_args(fn, o.kind, o.op, o.a, o.b, o.n, &lay));
+        if (o.n == 0) return ok();
+        if (o.out == nullptr) return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: out is null", fn);
         CUZK_CUDA_TRY(cudaSetDevice(device));
 
         Staging d;
-        CUZK_TRY(d.load(lay, a, b, n));
+        CUZK_TRY(d.load(lay, o.a, o.b, o.n));
 
         Event start, stop;
         CUZK_TRY(start.create());
         CUZK_TRY(stop.create());
-        CUZK_TRY(launch(kind, op, d.a.p, d.b.p, d.out.p, n, 0, start.e));
+        CUZK_TRY(launch(o.kind, o.op, d.a.p, d.b.p, d.out.p, o.n, 0, start.e));
         CUZK_CUDA_TRY(cudaEventRecord(stop.e, 0));
         float ms = 0.0f;
         CUZK_TRY(elapsed(start, stop, &ms));
 
-        CUZK_CUDA_TRY(cudaMemcpy(out, d.out.p, n * lay.out_bytes, cudaMemcpyDeviceToHost));
+        CUZK_CUDA_TRY(cudaMemcpy(o.out, d.out.p, o.n * lay.out_bytes, cudaMemcpyDeviceToHost));
         if (elapsed_ms) *elapsed_ms = ms;
         return ok();
     });
 }
 
-extern "C" cuzk_status cuzk_field_gpu_bench(int32_t device, int32_t kind, int32_t op,
-                                            const void* a, const void* b, uint64_t n,
+extern "C" cuzk_status cuzk_field_gpu_bench(int32_t device, const cuzk_field_operands* operands,
                                             uint32_t reps, float* median_ms) {
     const char* fn = "cuzk_field_gpu_bench";
     return guard(fn, [&]() -> cuzk_status {
@@ -287,24 +298,26 @@ extern "C" cuzk_status cuzk_field_gpu_bench(int32_t device, int32_t kind, int32_
             return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: median_ms is null", fn);
         *median_ms = 0.0f;
         if (reps == 0) return fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: reps is 0", fn);
+        cuzk_field_operands o = {};
+        CUZK_TRY(read_operands(fn, operands, &o));
         cuzk::ops::Layout lay;
-        CUZK_TRY(cuzk::ops::check_args(fn, kind, op, a, b, n, &lay));
-        if (n == 0) return ok();
+        CUZK_TRY(cuzk::ops::check_args(fn, o.kind, o.op, o.a, o.b, o.n, &lay));
+        if (o.n == 0) return ok();
         CUZK_CUDA_TRY(cudaSetDevice(device));
 
         Staging d;
-        CUZK_TRY(d.load(lay, a, b, n));
+        CUZK_TRY(d.load(lay, o.a, o.b, o.n));
 
         Event start, stop;
         CUZK_TRY(start.create());
         CUZK_TRY(stop.create());
         /* One untimed run: module load, clocks, caches. */
-        CUZK_TRY(launch(kind, op, d.a.p, d.b.p, d.out.p, n, 0, nullptr));
+        CUZK_TRY(launch(o.kind, o.op, d.a.p, d.b.p, d.out.p, o.n, 0, nullptr));
         CUZK_CUDA_TRY(cudaStreamSynchronize(0));
 
         std::vector<float> times(reps);
         for (uint32_t r = 0; r < reps; ++r) {
-            CUZK_TRY(launch(kind, op, d.a.p, d.b.p, d.out.p, n, 0, start.e));
+            CUZK_TRY(launch(o.kind, o.op, d.a.p, d.b.p, d.out.p, o.n, 0, start.e));
             CUZK_CUDA_TRY(cudaEventRecord(stop.e, 0));
             CUZK_TRY(elapsed(start, stop, &times[r]));
         }

@@ -25,18 +25,15 @@ cuzk_status cuzk_gpu_device_info(int32_t, char*, uint64_t, int32_t*, int32_t*, i
     return no_cuda("cuzk_gpu_device_info");
 }
 
-cuzk_status cuzk_field_gpu_apply_device(int32_t, int32_t, int32_t, const void*, const void*,
-                                        void*, uint64_t, void*) {
+cuzk_status cuzk_field_gpu_apply_device(int32_t, const cuzk_field_operands*, void*) {
     return no_cuda("cuzk_field_gpu_apply_device");
 }
 
-cuzk_status cuzk_field_gpu_apply(int32_t, int32_t, int32_t, const void*, const void*, void*,
-                                 uint64_t, float*) {
+cuzk_status cuzk_field_gpu_apply(int32_t, const cuzk_field_operands*, float*) {
     return no_cuda("cuzk_field_gpu_apply");
 }
 
-cuzk_status cuzk_field_gpu_bench(int32_t, int32_t, int32_t, const void*, const void*, uint64_t,
-                                 uint32_t, float*) {
+cuzk_status cuzk_field_gpu_bench(int32_t, const cuzk_field_operands*, uint32_t, float*) {
     return no_cuda("cuzk_field_gpu_bench");
 }
 

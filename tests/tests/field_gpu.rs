@@ -1,7 +1,8 @@
 //! The GPU's field and point operations (the PTX carry chains included)
 //! against arkworks: for every operation, the edge values (every pair for
-//! binary operations) plus 2^16 fresh random cases. Skips without a GPU
-//! unless `CUZK_REQUIRE_GPU=1`.
+//! binary operations) plus 2^16 fresh random cases. Every test is
+//! `#[ignore = "needs a GPU"]` (run them with `--include-ignored`) and still
+//! skips without a GPU unless `CUZK_REQUIRE_GPU=1`.
 
 use cuzk_field::{ops, Backend, Fr, Kind, Op};
 use cuzk_tests::cross::{cross_check, ALL_OPS};
@@ -11,6 +12,7 @@ use cuzk_tests::{gpu_or_skip, report, rng};
 const RANDOM_CASES: usize = 1 << 16;
 
 #[test]
+#[ignore = "needs a GPU"]
 fn every_op_matches_arkworks_on_the_gpu() {
     let Some(device) = gpu_or_skip("every_op_matches_arkworks_on_the_gpu") else {
         return;
@@ -40,6 +42,7 @@ fn every_op_matches_arkworks_on_the_gpu() {
 }
 
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_bad_device_is_an_error_and_the_gpu_stays_usable() {
     let Some(device) = gpu_or_skip("gpu_bad_device_is_an_error_and_the_gpu_stays_usable") else {
         return;
@@ -69,6 +72,7 @@ fn gpu_bad_device_is_an_error_and_the_gpu_stays_usable() {
 }
 
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_device_info_is_sane() {
     let Some(device) = gpu_or_skip("gpu_device_info_is_sane") else {
         return;

@@ -40,12 +40,16 @@ impl Default for BudgetConfig {
 }
 
 impl BudgetConfig {
-    /// The defaults, with `CUZK_DEVICE_MEMORY_LIMIT` (a cap such as `16GiB`,
-    /// `512MiB`, `1.5G` or a plain byte count) and
-    /// `CUZK_DEVICE_MEMORY_MARGIN` (the margin, same syntax) applied.
+    /// The defaults, with the user settings `CUZK_DEVICE_MEMORY_LIMIT` (the
+    /// cap; unset: the whole card) and `CUZK_DEVICE_MEMORY_MARGIN` (the
+    /// margin; unset: [`DEFAULT_MARGIN_BYTES`]) applied. Both are byte
+    /// counts as [`parse_bytes`] reads them (`16GiB`, `512MiB`, `1.5G`, a
+    /// plain number of bytes); the crate documentation describes them. The
+    /// only environment reads in this crate.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when a variable does not parse.
+    /// [`Error::InvalidArgument`] naming the variable when one does not
+    /// parse (never silently ignored).
     pub fn from_env() -> Result<Self> {
         let mut c = BudgetConfig::default();
         if let Ok(v) = std::env::var("CUZK_DEVICE_MEMORY_LIMIT") {
@@ -441,13 +445,16 @@ impl Budget {
 }
 
 /// A device simulated in host memory, for tests of the budget and planner
-/// logic: `free` goes down by what [`SimulatedDevice::take`] takes.
+/// logic: `free` goes down by what [`SimulatedDevice::take`] takes. A test
+/// fixture: only with the `test-utils` feature.
+#[cfg(any(test, feature = "test-utils"))]
 #[derive(Debug)]
 pub struct SimulatedDevice {
     total: u64,
     used: std::sync::atomic::AtomicU64,
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 impl SimulatedDevice {
     /// A device with `total` bytes, `used` of them already taken by others.
     pub fn new(total: u64, used: u64) -> Arc<Self> {
@@ -469,6 +476,7 @@ impl SimulatedDevice {
     }
 }
 
+#[cfg(any(test, feature = "test-utils"))]
 impl MemSource for Arc<SimulatedDevice> {
     fn mem_info(&self) -> Result<(u64, u64)> {
         let used = self.used.load(std::sync::atomic::Ordering::SeqCst);

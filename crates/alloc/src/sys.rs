@@ -123,6 +123,13 @@ unsafe extern "C" {
     pub fn cuzk_host_unregister(ptr: *mut ::core::ffi::c_void) -> cuzk_status;
 }
 unsafe extern "C" {
+    pub fn cuzk_host_is_page_locked(
+        ptr: *const ::core::ffi::c_void,
+        bytes: u64,
+        out: *mut i32,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
     pub fn cuzk_stream_create(device: i32, stream: *mut *mut ::core::ffi::c_void) -> cuzk_status;
 }
 unsafe extern "C" {

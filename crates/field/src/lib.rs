@@ -17,12 +17,20 @@
 //! Crates that compile their own CUDA code find the device headers through
 //! the `DEP_CUZK_FIELD_INCLUDE` build variable (this crate `links` as
 //! `cuzk_field`), and whether CUDA was compiled through `DEP_CUZK_FIELD_CUDA`.
+//!
+//! # Features
+//!
+//! - `cuda`: require CUDA (a missing nvcc is a build error instead of a
+//!   CPU-only build).
+//! - `test-utils`: helpers for benchmarks and tests outside the default
+//!   API: `ops::gpu_bench` (median kernel time of one operation).
 
 mod backend;
 mod error;
 pub mod gpu;
 pub mod layout;
 pub mod ops;
+#[allow(unreachable_pub)] // generated bindings: `pub` items of a private module
 mod sys;
 
 pub use backend::Backend;

@@ -94,38 +94,60 @@ unsafe extern "C" {
         total_memory_bytes: *mut u64,
     ) -> cuzk_status;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_field_operands {
+    pub kind: i32,
+    pub op: i32,
+    pub a: *const ::core::ffi::c_void,
+    pub b: *const ::core::ffi::c_void,
+    pub out: *mut ::core::ffi::c_void,
+    pub n: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_field_operands"][::core::mem::size_of::<cuzk_field_operands>() - 40usize];
+    ["Alignment of cuzk_field_operands"][::core::mem::align_of::<cuzk_field_operands>() - 8usize];
+    ["Offset of field: cuzk_field_operands::kind"]
+        [::core::mem::offset_of!(cuzk_field_operands, kind) - 0usize];
+    ["Offset of field: cuzk_field_operands::op"]
+        [::core::mem::offset_of!(cuzk_field_operands, op) - 4usize];
+    ["Offset of field: cuzk_field_operands::a"]
+        [::core::mem::offset_of!(cuzk_field_operands, a) - 8usize];
+    ["Offset of field: cuzk_field_operands::b"]
+        [::core::mem::offset_of!(cuzk_field_operands, b) - 16usize];
+    ["Offset of field: cuzk_field_operands::out"]
+        [::core::mem::offset_of!(cuzk_field_operands, out) - 24usize];
+    ["Offset of field: cuzk_field_operands::n"]
+        [::core::mem::offset_of!(cuzk_field_operands, n) - 32usize];
+};
+impl Default for cuzk_field_operands {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 unsafe extern "C" {
     pub fn cuzk_field_gpu_apply_device(
         device: i32,
-        kind: i32,
-        op: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        out: *mut ::core::ffi::c_void,
-        n: u64,
+        operands: *const cuzk_field_operands,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
     pub fn cuzk_field_gpu_apply(
         device: i32,
-        kind: i32,
-        op: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        out: *mut ::core::ffi::c_void,
-        n: u64,
+        operands: *const cuzk_field_operands,
         elapsed_ms: *mut f32,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
     pub fn cuzk_field_gpu_bench(
         device: i32,
-        kind: i32,
-        op: i32,
-        a: *const ::core::ffi::c_void,
-        b: *const ::core::ffi::c_void,
-        n: u64,
+        operands: *const cuzk_field_operands,
         reps: u32,
         median_ms: *mut f32,
     ) -> cuzk_status;

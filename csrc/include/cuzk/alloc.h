@@ -57,6 +57,19 @@ cuzk_status cuzk_host_free(void* ptr);
 cuzk_status cuzk_host_register(void* ptr, uint64_t bytes);
 cuzk_status cuzk_host_unregister(void* ptr);
 
+/* Whether the `bytes` bytes at host address `ptr` are page-locked host
+ * memory (cudaHostAlloc / cudaMallocHost, or cudaHostRegister'ed): writes 1
+ * to `*out` when cudaPointerGetAttributes reports cudaMemoryTypeHost for
+ * both the first and the last byte of the range, else 0 (also for a null
+ * pointer or zero bytes). A range whose two ends lie in two different
+ * registrations with an unregistered hole between them reads as locked;
+ * that only affects copy speed (cudaMemcpyAsync stays correct on pageable
+ * memory). Pageable memory is not an error (CUDA >= 11 reports it as
+ * cudaMemoryTypeUnregistered); should the runtime still report
+ * cudaErrorInvalidValue for it, that error is cleared and the answer is 0.
+ * No device, or a CUDA-less build, is an error. */
+cuzk_status cuzk_host_is_page_locked(const void* ptr, uint64_t bytes, int32_t* out);
+
 /* Streams: a non-blocking stream on `device`, its destruction, and
  * cudaStreamSynchronize; cudaDeviceSynchronize on `device`. */
 cuzk_status cuzk_stream_create(int32_t device, void** stream);

@@ -96,24 +96,35 @@ cuzk_status cuzk_gpu_device_info(int32_t device, char* name, uint64_t name_bytes
                                  int32_t* cc_major, int32_t* cc_minor,
                                  int32_t* sm_count, uint64_t* total_memory_bytes);
 
+/* The operands of one element-wise operation: out[i] = op(a[i], b[i]) for
+ * i < n, with element sizes from cuzk_field_op_layout(kind, op). `b` may be
+ * null where the op reads no b; `out` is not read by cuzk_field_gpu_bench
+ * (it may be null there). */
+typedef struct cuzk_field_operands {
+    int32_t kind; /* a cuzk_kind */
+    int32_t op;   /* a cuzk_op */
+    const void* a;
+    const void* b;
+    void* out;
+    uint64_t n; /* elements of each array */
+} cuzk_field_operands;
+
 /* Element-wise op on the GPU over device-resident buffers (device
  * pointers), launched on `stream` (a cudaStream_t, 0 for the legacy default
  * stream) of device `device`. Asynchronous: the caller synchronizes. */
-cuzk_status cuzk_field_gpu_apply_device(int32_t device, int32_t kind, int32_t op,
-                                        const void* a, const void* b, void* out,
-                                        uint64_t n, void* stream);
+cuzk_status cuzk_field_gpu_apply_device(int32_t device, const cuzk_field_operands* operands,
+                                        void* stream);
 
 /* Element-wise op on the GPU from host arrays: copies a and b in, runs the
  * kernel, copies out back, synchronously. If elapsed_ms is not null it
  * receives the kernel time alone (CUDA events), in milliseconds. */
-cuzk_status cuzk_field_gpu_apply(int32_t device, int32_t kind, int32_t op,
-                                 const void* a, const void* b, void* out,
-                                 uint64_t n, float* elapsed_ms);
+cuzk_status cuzk_field_gpu_apply(int32_t device, const cuzk_field_operands* operands,
+                                 float* elapsed_ms);
 
-/* Runs the op `reps` times on device-resident copies of a and b and reports
- * the median kernel time in milliseconds (CUDA events), for benchmarks. */
-cuzk_status cuzk_field_gpu_bench(int32_t device, int32_t kind, int32_t op,
-                                 const void* a, const void* b, uint64_t n,
+/* Runs the op `reps` times on device-resident copies of the host arrays a
+ * and b (out is not used) and reports the median kernel time in
+ * milliseconds (CUDA events), for benchmarks. */
+cuzk_status cuzk_field_gpu_bench(int32_t device, const cuzk_field_operands* operands,
                                  uint32_t reps, float* median_ms);
 
 #ifdef __cplusplus

@@ -1,0 +1,156 @@
+//! Page-locked host memory: [`PinnedBuffer`] (`cudaHostAlloc`),
+//! [`HostRegistration`] (`cudaHostRegister`) and [`is_page_locked`].
+
+use crate::raw::{check, Ptr};
+use crate::sys;
+use cuzk_field::{DeviceRepr, Error, Result};
+use std::marker::PhantomData;
+
+/// `len` elements of `T` in pinned (page-locked) host memory from
+/// `cudaHostAlloc`, zero-initialized, freed when dropped. Copies from and to
+/// it run at full PCIe speed and can overlap with kernels.
+pub struct PinnedBuffer<T: DeviceRepr> {
+    ptr: Ptr,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> PinnedBuffer<T> {
+    /// Allocates `len` zeroed elements (all-zero bytes are a valid value of
+    /// every [`DeviceRepr`] type: zero field elements, the (0, 0) affine
+    /// identity).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when pinned memory runs out; [`Error::NoDevice`]
+    /// or [`Error::NoCudaBuild`] without CUDA.
+    pub fn new(len: usize) -> Result<Self> {
+        let bytes = (len as u64)
+            .checked_mul(std::mem::size_of::<T>() as u64)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{len} elements overflow a byte count"))
+            })?;
+        let mut p = std::ptr::null_mut();
+        if bytes > 0 {
+            // SAFETY: out-pointer valid.
+            check(unsafe { sys::cuzk_host_alloc(bytes, &mut p) })?;
+            // SAFETY: `p` points to `bytes` writable bytes just allocated.
+            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes as usize) };
+        }
+        Ok(PinnedBuffer {
+            ptr: Ptr(p),
+            len,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: DeviceRepr> std::ops::Deref for PinnedBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `len` initialized elements owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.0 as *const T, self.len) }
+    }
+}
+
+impl<T: DeviceRepr> std::ops::DerefMut for PinnedBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: `len` initialized elements owned exclusively by self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.0 as *mut T, self.len) }
+    }
+}
+
+impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        if !self.ptr.0.is_null() {
+            // SAFETY: allocated by cuzk_host_alloc, freed once.
+            let _ = check(unsafe { sys::cuzk_host_free(self.ptr.0) });
+        }
+    }
+}
+
+/// An existing slice page-locked with `cudaHostRegister` for as long as
+/// this guard lives (unregistered on drop); the slice stays usable through
+/// the guard.
+pub struct HostRegistration<'a, T: DeviceRepr> {
+    data: &'a mut [T],
+}
+
+impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
+    /// Registers `data` (a no-op for an empty slice).
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] (e.g. already registered), [`Error::NoDevice`],
+    /// [`Error::NoCudaBuild`].
+    pub fn new(data: &'a mut [T]) -> Result<Self> {
+        if !data.is_empty() {
+            // SAFETY: the slice is valid for its byte length for 'a; it is
+            // unregistered before the borrow ends.
+            check(unsafe {
+                sys::cuzk_host_register(
+                    data.as_mut_ptr().cast(),
+                    std::mem::size_of_val(data) as u64,
+                )
+            })?;
+        }
+        Ok(HostRegistration { data })
+    }
+}
+
+impl<T: DeviceRepr> std::ops::Deref for HostRegistration<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+impl<T: DeviceRepr> std::ops::DerefMut for HostRegistration<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+}
+
+impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
+    fn drop(&mut self) {
+        if !self.data.is_empty() {
+            // SAFETY: registered in `new`.
+            let _ = check(unsafe { sys::cuzk_host_unregister(self.data.as_mut_ptr().cast()) });
+        }
+    }
+}
+
+/// Whether `data` lies in page-locked host memory: a [`PinnedBuffer`] (or
+/// part of one), a slice under a [`HostRegistration`], or any memory that
+/// `cudaHostAlloc` / `cudaMallocHost` returned or `cudaHostRegister`
+/// locked. Copies between such memory and the device run as direct DMA
+/// transfers, so [`StagedCopies`](crate::StagedCopies) and
+/// [`Staging`](crate::Staging) skip their staging buffers for it.
+///
+/// Asks `cudaPointerGetAttributes` about the first and the last byte of the
+/// slice; a slice whose ends lie in two registrations with pageable memory
+/// between them reads as locked, which only makes its copies slower (a
+/// direct copy from pageable memory is still correct). An empty slice is
+/// not locked. Pageable memory is an answer, never an error, and leaves no
+/// CUDA error behind.
+///
+/// # Errors
+/// [`Error::NoCudaBuild`] in a build without CUDA; [`Error::NoDevice`]
+/// without a usable GPU; [`Error::Cuda`] for another runtime failure.
+pub fn is_page_locked<T: DeviceRepr>(data: &[T]) -> Result<bool> {
+    let mut out = 0i32;
+    // SAFETY: the pointer is only inspected (never dereferenced) by the
+    // runtime; the out-pointer is valid for the call.
+    check(unsafe {
+        sys::cuzk_host_is_page_locked(
+            data.as_ptr().cast(),
+            std::mem::size_of_val(data) as u64,
+            &mut out,
+        )
+    })?;
+    Ok(out != 0)
+}

@@ -1,0 +1,360 @@
+//! Host <-> device copies of large arrays: [`Staging`] (two pinned chunks
+//! and parallel host memcpy) and [`StagedCopies`] (an engine's copies,
+//! direct for page-locked slices).
+
+use crate::buffer::DeviceBuffer;
+use crate::host::{is_page_locked, PinnedBuffer};
+use crate::raw::check;
+use crate::sys;
+use cuzk_field::{DeviceRepr, Error, Result};
+
+/// True when a copy of `data` should skip the staging buffers: it is
+/// non-empty and page-locked. A failed query reads as pageable (the staged
+/// path then reports any real problem).
+fn direct_copy<T: DeviceRepr>(data: &[T]) -> bool {
+    !data.is_empty() && is_page_locked(data).unwrap_or(false)
+}
+
+/// Host <-> device copies of large arrays through two pinned staging
+/// buffers: while the GPU's copy engine moves one chunk over PCIe, the
+/// staging's own host threads (up to 16) copy the next chunk between the
+/// caller's pageable memory and the other pinned buffer. A plain copy from
+/// pageable memory is staged by the driver one thread at a time; this one
+/// is limited by the slower of the PCIe link and the host's parallel memcpy
+/// (BENCHMARKS.md has figures).
+///
+/// A host slice that is already page-locked ([`is_page_locked`]) is copied
+/// directly with one `cudaMemcpyAsync`, without the staging buffers.
+///
+/// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
+/// `Staging` serves one copy at a time (`&mut self`); give each worker its
+/// own, or share one through [`StagedCopies`].
+pub struct Staging {
+    bufs: [PinnedBuffer<u8>; 2],
+    chunk: usize,
+    pool: rayon::ThreadPool,
+}
+
+/// Default chunk of a [`Staging`]: 32 MiB (two of them pinned).
+pub const DEFAULT_STAGING_CHUNK_BYTES: usize = 32 << 20;
+
+/// Host threads of one staged memcpy, at most. Pageable-to-pinned memcpy
+/// runs at a few GB/s a thread, and the copy must keep up with a PCIe 5.0
+/// link's direction; 16 threads measured faster than 8 on a 16-core host
+/// (BENCHMARKS.md).
+const COPY_THREADS: usize = 16;
+
+/// Copies `src` into `dst` (equal lengths) on `pool`, in 1 MiB pieces.
+/// The pool is the [`Staging`]'s own (never rayon's global one): its
+/// workers run nothing but these copies, so a copy neither queues behind
+/// the caller's other parallel work (the prover's CPU stages) nor runs,
+/// under a [`StagedCopies`] lock, a job that waits for that lock; and its
+/// threads are started once, not for every chunk.
+fn par_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    pool.install(|| {
+        dst.par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s))
+    });
+}
+
+/// The copy threads of one [`Staging`].
+fn copy_pool() -> Result<rayon::ThreadPool> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(COPY_THREADS);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("cuzk-staging-{i}"))
+        .build()
+        .map_err(|e| Error::Internal(format!("Staging: cannot start its copy threads: {e}")))
+}
+
+/// The bytes of a slice of device-layout values.
+fn as_bytes<T: DeviceRepr>(s: &[T]) -> &[u8] {
+    // SAFETY: DeviceRepr types have no padding bytes (the trait's safety
+    // contract), so every byte of the slice is initialized; u8 has no
+    // alignment requirement and the view covers exactly the slice.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+}
+
+/// The bytes of a mutable slice of device-layout values.
+fn as_bytes_mut<T: DeviceRepr>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`. Every byte written through this view comes
+    // from a DeviceBuffer<T>, i.e. from values of T as the device code
+    // writes them, which the DeviceRepr contract makes valid values; a copy
+    // that fails part-way leaves whole chunks written (see
+    // Staging::download), so an element may mix old and new bytes, each
+    // half from a valid value, which the caller is told to discard.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+}
+
+impl Staging {
+    /// Two pinned buffers of `chunk_bytes` bytes each (a few MiB or more is
+    /// sensible; [`DEFAULT_STAGING_CHUNK_BYTES`] suits PCIe 4 and 5).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero chunk; [`Error::OutOfMemory`]
+    /// when pinned memory runs out; [`Error::NoDevice`] /
+    /// [`Error::NoCudaBuild`] without CUDA.
+    pub fn new(chunk_bytes: usize) -> Result<Self> {
+        if chunk_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "Staging::new: the chunk must be at least one byte".into(),
+            ));
+        }
+        Ok(Staging {
+            bufs: [
+                PinnedBuffer::new(chunk_bytes)?,
+                PinnedBuffer::new(chunk_bytes)?,
+            ],
+            chunk: chunk_bytes,
+            pool: copy_pool()?,
+        })
+    }
+
+    /// Chunk size in bytes.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk
+    }
+
+    /// Copies `src` (elements) into `dst`, which must hold as many, on
+    /// `dst`'s stream. Blocks until the copy is complete; it first waits for
+    /// the work already queued on that stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths (in elements) differ;
+    /// [`Error::Cuda`] (or [`Error::InvalidArgument`] for a CUDA
+    /// invalid-value error) from a failed copy or synchronize, after which
+    /// the buffer's contents are unspecified; `src` is never written.
+    pub fn upload<T: DeviceRepr>(&mut self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
+        if src.len() != dst.len {
+            return Err(Error::InvalidArgument(format!(
+                "Staging::upload: {} elements into a buffer of {}",
+                src.len(),
+                dst.len
+            )));
+        }
+        if direct_copy(src) {
+            dst.stream.synchronize()?;
+            return dst.copy_from_host(src);
+        }
+        let src = as_bytes(src);
+        let stream = dst.stream.clone();
+        let mut i = 0;
+        for (k, piece) in src.chunks(self.chunk).enumerate() {
+            let buf = &mut self.bufs[k % 2];
+            // The copy engine may still be moving chunk k-1 (other buffer);
+            // buffer k % 2 was released by the synchronize of round k-1.
+            par_copy(&self.pool, &mut buf[..piece.len()], piece);
+            stream.synchronize()?;
+            // SAFETY: `dst` holds src.len() bytes and i + piece.len() is at
+            // most that, so the device address stays inside its allocation;
+            // the pinned buffer holds `piece.len()` bytes and is not written
+            // again before the synchronize of the next round (or the final
+            // one) has waited for this copy.
+            check(unsafe {
+                sys::cuzk_memcpy_async(
+                    dst.memory.device(),
+                    dst.ptr.0.cast::<u8>().wrapping_add(i).cast(),
+                    buf.as_ptr().cast(),
+                    piece.len() as u64,
+                    stream.as_raw(),
+                )
+            })?;
+            i += piece.len();
+        }
+        stream.synchronize()
+    }
+
+    /// Copies `src` into `dst` (elements; equal lengths), on `src`'s
+    /// stream. Blocks until the copy is complete; it first waits for the
+    /// work already queued on that stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths (in elements) differ;
+    /// [`Error::Cuda`] (or [`Error::InvalidArgument`] for a CUDA
+    /// invalid-value error) from a failed copy or synchronize, after which
+    /// `dst` holds whole chunks of the new bytes followed by its old ones:
+    /// the element at a chunk boundary may be torn (mixed old and new
+    /// limbs), so discard `dst` on error.
+    pub fn download<T: DeviceRepr>(&mut self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
+        if dst.len() != src.len {
+            return Err(Error::InvalidArgument(format!(
+                "Staging::download: a buffer of {} elements into {}",
+                src.len,
+                dst.len()
+            )));
+        }
+        if direct_copy(dst) {
+            src.stream.synchronize()?;
+            return src.copy_to_host(dst);
+        }
+        let total = std::mem::size_of_val(dst);
+        let dst = as_bytes_mut(dst);
+        let stream = src.stream.clone();
+        let chunk = self.chunk;
+        let issue = |k: usize, bufs: &mut [PinnedBuffer<u8>; 2]| -> Result<()> {
+            let off = k * chunk;
+            let len = chunk.min(total - off);
+            // SAFETY: `src` holds `total` bytes and off + len <= total, so the
+            // device address stays inside its allocation; the pinned buffer
+            // holds `len` bytes and is not read before the synchronize that
+            // follows.
+            check(unsafe {
+                sys::cuzk_memcpy_async(
+                    src.memory.device(),
+                    bufs[k % 2].as_mut_ptr().cast(),
+                    src.ptr.0.cast::<u8>().wrapping_add(off).cast(),
+                    len as u64,
+                    stream.as_raw(),
+                )
+            })
+        };
+        let chunks = total.div_ceil(chunk);
+        if chunks == 0 {
+            return Ok(());
+        }
+        issue(0, &mut self.bufs)?;
+        for k in 0..chunks {
+            stream.synchronize()?; // chunk k is in bufs[k % 2]
+            if k + 1 < chunks {
+                issue(k + 1, &mut self.bufs)?; // into the other buffer
+            }
+            let off = k * chunk;
+            let len = chunk.min(total - off);
+            par_copy(
+                &self.pool,
+                &mut dst[off..off + len],
+                &self.bufs[k % 2][..len],
+            );
+        }
+        Ok(())
+    }
+}
+
+/// State of a [`StagedCopies`]' staging buffers.
+enum StagingState {
+    Ready(Staging),
+    /// Pinned memory could not be had (the error, for `Debug`); every
+    /// later copy takes the plain path without asking again.
+    Unavailable(String),
+}
+
+/// One engine's host <-> device copies: a page-locked host slice
+/// ([`is_page_locked`]: a [`PinnedBuffer`], a [`HostRegistration`](crate::HostRegistration)) is
+/// copied directly by DMA; pageable arrays of at least
+/// [`StagedCopies::MIN_BYTES`] bytes go through a [`Staging`] created on
+/// first use (two pinned chunks of [`DEFAULT_STAGING_CHUNK_BYTES`], 64 MiB
+/// of pinned host memory held until the engine is dropped; the first use
+/// calls `cudaHostAlloc`, which may wait for the device). Smaller arrays,
+/// copies that find the staging buffers busy with another thread's copy,
+/// and every copy once pinned memory could not be had, take the plain
+/// path ([`DeviceBuffer::copy_from_host`] / [`DeviceBuffer::copy_to_host`]).
+/// Every copy blocks until it is complete.
+#[derive(Default)]
+pub struct StagedCopies {
+    /// `None` until the first copy that wants staging.
+    state: std::sync::Mutex<Option<StagingState>>,
+}
+
+impl std::fmt::Debug for StagedCopies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state.try_lock().as_deref() {
+            Ok(None) => "untried".to_string(),
+            Ok(Some(StagingState::Ready(s))) => format!("ready ({} byte chunks)", s.chunk),
+            Ok(Some(StagingState::Unavailable(e))) => format!("unavailable: {e}"),
+            Err(_) => "in use".to_string(),
+        };
+        f.debug_struct("StagedCopies")
+            .field("staging", &state)
+            .finish()
+    }
+}
+
+impl StagedCopies {
+    /// Arrays below this many bytes (4 MiB) take the plain copy.
+    pub const MIN_BYTES: usize = 4 << 20;
+
+    /// Runs `f` with the staging buffers, or returns `None` when the array
+    /// is small, another thread's copy holds them, or pinned memory cannot
+    /// be had. Never waits for another copy (`try_lock`).
+    fn with<R>(&self, bytes: usize, f: impl FnOnce(&mut Staging) -> R) -> Option<R> {
+        if bytes < Self::MIN_BYTES {
+            return None;
+        }
+        let mut guard = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if guard.is_none() {
+            *guard = Some(match Staging::new(DEFAULT_STAGING_CHUNK_BYTES) {
+                Ok(s) => StagingState::Ready(s),
+                Err(e) => StagingState::Unavailable(e.to_string()),
+            });
+        }
+        match guard.as_mut() {
+            Some(StagingState::Ready(s)) => Some(f(s)),
+            _ => None,
+        }
+    }
+
+    /// Copies `src` into `dst` (elements; equal lengths) and waits.
+    ///
+    /// # Errors
+    /// As [`Staging::upload`] (or [`DeviceBuffer::copy_from_host`] on the
+    /// plain path): the buffer's contents are unspecified after an error.
+    pub fn upload<T: DeviceRepr>(&self, dst: &mut DeviceBuffer<T>, src: &[T]) -> Result<()> {
+        if std::mem::size_of_val(src) >= Self::MIN_BYTES && direct_copy(src) {
+            return dst.copy_from_host(src);
+        }
+        match self.with(std::mem::size_of_val(src), |s| s.upload(dst, src)) {
+            Some(r) => r,
+            None => dst.copy_from_host(src),
+        }
+    }
+
+    /// Copies `src` into `dst` (elements; equal lengths) and waits.
+    ///
+    /// # Errors
+    /// As [`Staging::download`] (or [`DeviceBuffer::copy_to_host`] on the
+    /// plain path): discard `dst` after an error.
+    pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, dst: &mut [T]) -> Result<()> {
+        if std::mem::size_of_val(dst) >= Self::MIN_BYTES && direct_copy(dst) {
+            return src.copy_to_host(dst);
+        }
+        match self.with(std::mem::size_of_val(dst), |s| s.download(src, &mut *dst)) {
+            Some(r) => r,
+            None => src.copy_to_host(dst),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_rejects_a_zero_chunk() {
+        assert!(matches!(Staging::new(0), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn par_copy_copies_every_byte() {
+        let pool = copy_pool().unwrap();
+        for len in [0usize, 1, (1 << 20) - 1, (3 << 20) + 5, (17 << 20) + 3] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut dst = vec![0u8; len];
+            par_copy(&pool, &mut dst, &src);
+            assert!(dst == src, "length {len}");
+        }
+    }
+
+    #[test]
+    fn staged_copies_debug_says_untried() {
+        assert!(format!("{:?}", StagedCopies::default()).contains("untried"));
+    }
+}

@@ -1,0 +1,82 @@
+//! [`Stream`]: a CUDA stream shared by the buffers and kernels ordered on it.
+
+use crate::raw::{check, Ptr};
+use crate::sys;
+use cuzk_field::Result;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A CUDA stream (non-blocking), destroyed when its last handle is dropped.
+/// Cloning shares it; buffers keep their stream alive for their async free.
+#[derive(Clone, Debug)]
+pub struct Stream {
+    inner: Arc<StreamInner>,
+}
+
+#[derive(Debug)]
+struct StreamInner {
+    device: i32,
+    raw: Ptr,
+    owned: bool,
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: the stream was created by cuzk_stream_create and is
+            // destroyed once; CUDA lets pending work finish.
+            let _ = check(unsafe { sys::cuzk_stream_destroy(self.device, self.raw.0) });
+        }
+    }
+}
+
+impl Stream {
+    /// A new non-blocking stream on `device`.
+    ///
+    /// # Errors
+    /// [`Error::NoCudaBuild`](crate::Error::NoCudaBuild),
+    /// [`Error::NoDevice`](crate::Error::NoDevice) or
+    /// [`Error::Cuda`](crate::Error::Cuda).
+    pub fn new(device: i32) -> Result<Stream> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer valid for the call.
+        check(unsafe { sys::cuzk_stream_create(device, &mut raw) })?;
+        Ok(Stream {
+            inner: Arc::new(StreamInner {
+                device,
+                raw: Ptr(raw),
+                owned: true,
+            }),
+        })
+    }
+
+    /// The legacy default stream of `device` (never destroyed).
+    pub fn legacy_default(device: i32) -> Stream {
+        Stream {
+            inner: Arc::new(StreamInner {
+                device,
+                raw: Ptr(std::ptr::null_mut()),
+                owned: false,
+            }),
+        }
+    }
+
+    /// The `cudaStream_t`, for cuzk kernels' launch functions.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.inner.raw.0
+    }
+
+    /// The device ordinal.
+    pub fn device(&self) -> i32 {
+        self.inner.device
+    }
+
+    /// Waits for all work queued on the stream.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`](crate::Error::Cuda) with the error of any failed work on it.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: a live stream of this device.
+        check(unsafe { sys::cuzk_stream_synchronize(self.inner.device, self.inner.raw.0) })
+    }
+}
