@@ -176,7 +176,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
     )?;
     // The prover's example (a real circuit, proved and verified).
     let examples = build_executables(
-        &["build", "-p", "cuzk-prover", "--example", "prove"],
+        &["build", "-p", "cuzk-prover", "--example", "prove", "--features", "cuzk-prover/test-utils"],
         &nvcc,
         &args.archs,
     )?;
