@@ -32,6 +32,10 @@ pub(crate) struct Args {
     /// and write `criterion_agreement.json`.
     #[arg(long)]
     pub(crate) check_criterion: Option<PathBuf>,
+    /// Test hook: as `--quick`, with the field layer over 64 elements (for
+    /// the bench's own tests in debug builds).
+    #[arg(long, hide = true, conflicts_with_all = ["quick", "full"])]
+    pub(crate) smoke: bool,
     /// Test hook: corrupt the first cuzk result of this layer that is
     /// checked (field, ntt, msm or prover), to show that a wrong result
     /// fails the run.
@@ -42,6 +46,9 @@ pub(crate) struct Args {
 /// How long a run is: the size ladders of each layer depend on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Size {
+    /// `--smoke` (hidden): as `Quick`, with the field layer over 64
+    /// elements.
+    Smoke,
     /// `--quick`: small sizes, about a minute.
     Quick,
     /// No flag: sizes up to the middle of each ladder.
@@ -51,10 +58,10 @@ pub(crate) enum Size {
 }
 
 impl Size {
-    /// Picks one of three values by run length.
+    /// Picks one of three values by run length (`Smoke` takes `quick`'s).
     pub(crate) fn pick<T>(self, quick: T, default: T, full: T) -> T {
         match self {
-            Size::Quick => quick,
+            Size::Smoke | Size::Quick => quick,
             Size::Default => default,
             Size::Full => full,
         }
@@ -87,7 +94,9 @@ impl Run {
 impl Args {
     /// The run length the flags ask for.
     pub(crate) fn size(&self) -> Size {
-        if self.quick {
+        if self.smoke {
+            Size::Smoke
+        } else if self.quick {
             Size::Quick
         } else if self.full {
             Size::Full

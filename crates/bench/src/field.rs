@@ -2,7 +2,7 @@
 //! (resident data, CUDA events), through cuzk's host build and through
 //! arkworks (one CPU thread); cuzk's outputs are checked against arkworks.
 
-use crate::cli::Run;
+use crate::cli::{Run, Size};
 use crate::progress::step;
 use crate::report::Record;
 use crate::timing::wall_ms;
@@ -115,8 +115,17 @@ fn gpu_kernel_ms<A: DeviceRepr, B: DeviceRepr>(
 /// The field layer: Fr/Fp/Fp2 arithmetic, G1/G2 additions.
 pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     let mut rng = run.rng(1);
-    let n_gpu = run.size.pick(1 << 18, 1 << 22, 1 << 24);
-    let n_cpu = run.size.pick(1 << 10, 1 << 14, 1 << 14);
+    let smoke = run.size == Size::Smoke;
+    let n_gpu = if smoke {
+        1 << 10
+    } else {
+        run.size.pick(1 << 18, 1 << 22, 1 << 24)
+    };
+    let n_cpu = if smoke {
+        1 << 6
+    } else {
+        run.size.pick(1 << 10, 1 << 14, 1 << 14)
+    };
     let n = if run.gpu.is_some() {
         n_gpu.max(n_cpu)
     } else {
@@ -157,7 +166,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     // and repeat it. arkworks has no XYZZ coordinates: its reference for the
     // XYZZ rows' time is its own mixed addition (Jacobian += affine); their
     // outputs are checked against arkworks' sum of the same two points.
-    let pool = 1 << 12;
+    let pool = n.min(1 << 12);
     let g1: Vec<G1Affine> = (0..pool).map(|_| G1Affine::rand(&mut rng)).collect();
     let g2: Vec<G2Affine> = (0..pool).map(|_| G2Affine::rand(&mut rng)).collect();
     let rep1 = |s: usize| (0..n).map(|i| g1[(i * 7 + s) % pool]).collect::<Vec<_>>();
