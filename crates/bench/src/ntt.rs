@@ -106,7 +106,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             }
         }
         drop((want, nr));
-        sppark_peer(rec, &data, &nn, log_n, &name);
+        sppark_peer(rec, &data, &nn, &name);
         drop(nn);
         let mut v = data.clone();
         let ms = wall_ms(3, || {
@@ -208,7 +208,7 @@ fn pinned_ntt(g: &GpuNtt, p: &mut cuzk_alloc::PinnedBuffer<Fr>, log_n: u32) -> R
 /// sppark's forward NTT (NN) on the same card, CUDA events; its output must
 /// equal cuzk's (`ours`, NN).
 #[cfg(feature = "sppark")]
-fn sppark_peer(rec: &mut Record, data: &[Fr], ours: &[Fr], log_n: u32, name: &str) {
+fn sppark_peer(rec: &mut Record, data: &[Fr], ours: &[Fr], name: &str) {
     let what = format!("{name}: cuzk GPU (NN)");
     match cuzk_sppark_peer::ntt_forward_nn(data, 5) {
         Ok((ms, out)) => {
@@ -231,4 +231,4 @@ fn sppark_peer(rec: &mut Record, data: &[Fr], ours: &[Fr], log_n: u32, name: &st
 }
 
 #[cfg(not(feature = "sppark"))]
-fn sppark_peer(_: &mut Record, _: &[Fr], _: &[Fr], _: u32, _: &str) {}
+fn sppark_peer(_: &mut Record, _: &[Fr], _: &[Fr], _: &str) {}
