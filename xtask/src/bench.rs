@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: the main job. Builds the `cuzk-bench` executable in
 //! release (with CUDA where a GPU is present, installing the toolkit if
-//! none is found) and runs it; it prints a table and writes the report
-//! under `target/cuzk-report/`.
+//! none is found) and runs it; it prints the figures and checks and writes
+//! the report under `target/cuzk-report/`, and fails when a check does.
 
 use crate::toolkit;
 use crate::util::{cargo, gpu_present, root, run};
@@ -13,13 +13,18 @@ pub(crate) struct Args {
     /// A short run (about a minute).
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// Up to the largest sizes (NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
-    /// Groth16 proof 2^22).
+    /// Up to the largest sizes: NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
+    /// Groth16 proofs of 2^22 constraints, field operations over 2^24
+    /// elements on the GPU.
     #[arg(long)]
     full: bool,
-    /// Comma-separated layers to run (e.g. `field`).
+    /// Comma-separated layers to run (field, alloc, ntt, msm, prover).
     #[arg(long)]
     only: Option<String>,
+    /// Seed of the random inputs (a run prints and records its seed; pass
+    /// it to replay that run's inputs, e.g. after a mismatch).
+    #[arg(long)]
+    seed: Option<u64>,
     /// Report folder (default target/cuzk-report).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -80,6 +85,9 @@ pub(crate) fn run_bench(args: Args) -> Result<()> {
     }
     if let Some(o) = &args.only {
         bench.args(["--only", o]);
+    }
+    if let Some(seed) = args.seed {
+        bench.args(["--seed", &seed.to_string()]);
     }
     if args.criterion {
         bench.arg("--check-criterion").arg(&criterion_home);

@@ -1,57 +1,90 @@
-//! The benchmark report: figures, machine, JSON (with a schema check), the
-//! Markdown summary and SVG plots (time against log size per implementation).
+//! The benchmark report: figures and checks collected by a run, the machine,
+//! and report.json (with its schema check).
 
-use plotters::prelude::*;
+use crate::checks::{Checks, Verdict};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::path::Path;
 
 /// One measured figure.
 #[derive(Clone, Debug)]
-pub struct Figure {
-    /// Layer: field, alloc, ntt, msm.
-    pub layer: &'static str,
+pub(crate) struct Figure {
+    /// Layer: field, alloc, ntt, msm, prover.
+    pub(crate) layer: &'static str,
     /// Operation and size, e.g. "NTT forward 2^24".
-    pub name: String,
+    pub(crate) name: String,
     /// Who computed it, e.g. "cuzk GPU, natural order (NN)".
-    pub implementation: &'static str,
+    pub(crate) implementation: &'static str,
     /// Problem size in elements (bytes for the allocator).
-    pub elements: usize,
+    pub(crate) elements: usize,
     /// Median time in milliseconds.
-    pub median_ms: f64,
+    pub(crate) median_ms: f64,
     /// How it was timed (device events, wall time, ...).
-    pub timing: &'static str,
+    pub(crate) timing: &'static str,
 }
 
 impl Figure {
     /// True for figures measured on the GPU (the rest ran on the CPU).
-    pub fn on_gpu(&self) -> bool {
+    pub(crate) fn on_gpu(&self) -> bool {
         self.implementation.contains("GPU") || self.layer == "alloc"
+    }
+}
+
+/// What a run collects: its figures and its checks.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// Figures, in the order measured.
+    pub(crate) figures: Vec<Figure>,
+    /// Correctness checks, in the order run.
+    pub(crate) checks: Checks,
+}
+
+impl Record {
+    /// Adds one figure.
+    pub(crate) fn figure(
+        &mut self,
+        layer: &'static str,
+        name: impl Into<String>,
+        implementation: &'static str,
+        elements: usize,
+        median_ms: f64,
+        timing: &'static str,
+    ) {
+        self.figures.push(Figure {
+            layer,
+            name: name.into(),
+            implementation,
+            elements,
+            median_ms,
+            timing,
+        });
     }
 }
 
 /// The machine a report was measured on.
 #[derive(Clone, Debug)]
-pub struct Machine {
+pub(crate) struct Machine {
     /// GPU description, or "none (...)".
-    pub gpu: String,
+    pub(crate) gpu: String,
     /// CPU model.
-    pub cpu: String,
+    pub(crate) cpu: String,
     /// Hardware threads.
-    pub cpu_threads: usize,
+    pub(crate) cpu_threads: usize,
     /// NVIDIA driver version, or "none".
-    pub driver: String,
+    pub(crate) driver: String,
     /// cuzk's git commit at build time.
-    pub commit: String,
+    pub(crate) commit: String,
     /// When the run started (UTC, RFC 3339 from `date`), or "unknown".
-    pub date: String,
+    pub(crate) date: String,
 }
 
-/// The report as JSON: `machine`, `cuda_compiled` and `figures` (each with
-/// layer, operation, implementation, size, unit, median_ms, throughput,
-/// timing, machine and the speed-up over the arkworks reference of the same
-/// operation where there is one).
-pub fn to_json(machine: &Machine, cuda_compiled: bool, figs: &[Figure]) -> Value {
+/// The report as JSON: `machine`, `cuda_compiled`, `seed`, `figures` (each
+/// with layer, operation, implementation, size, unit, median_ms,
+/// throughput, timing, machine and the speed-up over the arkworks reference
+/// of the same operation where there is one), `checks` (each with layer,
+/// name, against, size, verdict `equal` / `mismatch` / `skipped`, `detail`
+/// for a mismatch, `why` for a skip, and seed) and the overall `verdict`:
+/// `pass` when no check is a mismatch, else `fail`.
+pub(crate) fn to_json(machine: &Machine, cuda_compiled: bool, seed: u64, rec: &Record) -> Value {
+    let figs = &rec.figures;
     let rows: Vec<Value> = figs
         .iter()
         .map(|f| {
@@ -70,32 +103,59 @@ pub fn to_json(machine: &Machine, cuda_compiled: bool, figs: &[Figure]) -> Value
             })
         })
         .collect();
+    let checks: Vec<Value> = rec
+        .checks
+        .all()
+        .iter()
+        .map(|c| {
+            let mut v = json!({
+                "layer": c.layer,
+                "name": c.name,
+                "against": c.against,
+                "size": c.size,
+                "verdict": c.verdict.name(),
+                "seed": c.seed,
+            });
+            match &c.verdict {
+                Verdict::Equal => {}
+                Verdict::Mismatch { detail } => v["detail"] = json!(detail),
+                Verdict::Skipped { why } => v["why"] = json!(why),
+            }
+            v
+        })
+        .collect();
     json!({
         "machine": {
             "gpu": machine.gpu, "cpu": machine.cpu, "cpu_threads": machine.cpu_threads,
             "driver": machine.driver, "commit": machine.commit, "date": machine.date,
         },
         "cuda_compiled": cuda_compiled,
+        "seed": seed,
+        "verdict": rec.checks.verdict(),
         "figures": rows,
+        "checks": checks,
     })
 }
 
 /// Speed-up of `f` over the arkworks (or ark-poly) figure of the same
 /// operation, by throughput.
-pub fn speedup(figs: &[Figure], f: &Figure) -> Option<f64> {
+pub(crate) fn speedup(figs: &[Figure], f: &Figure) -> Option<f64> {
     let rate = |g: &Figure| g.elements as f64 / g.median_ms;
     figs.iter()
         .find(|g| g.layer == f.layer && g.name == f.name && g.implementation.starts_with("ark"))
         .map(|g| rate(f) / rate(g))
 }
 
-/// Checks a report against its schema: the machine block, and for every
-/// figure its layer, operation, implementation, a positive size, the unit
-/// "ms", a positive finite time, the timing method and the machine.
+/// Checks a report against its schema: the machine block, the seed, every
+/// figure's layer, operation, implementation, a positive size, the unit
+/// "ms", a positive finite time, the timing method and the machine; every
+/// check's layer, name, reference, size, verdict (with a detail for a
+/// mismatch and a reason for a skip) and seed; and an overall verdict that
+/// is `fail` exactly when some check is a mismatch.
 ///
 /// # Errors
-/// The first violation, naming the figure.
-pub fn validate(v: &Value) -> Result<(), String> {
+/// The first violation, naming the figure or check.
+pub(crate) fn validate(v: &Value) -> Result<(), String> {
     let m = v
         .get("machine")
         .and_then(Value::as_object)
@@ -111,6 +171,9 @@ pub fn validate(v: &Value) -> Result<(), String> {
     v.get("cuda_compiled")
         .and_then(Value::as_bool)
         .ok_or("cuda_compiled missing")?;
+    v.get("seed")
+        .and_then(Value::as_u64)
+        .ok_or("seed missing")?;
     let figs = v
         .get("figures")
         .and_then(Value::as_array)
@@ -139,89 +202,52 @@ pub fn validate(v: &Value) -> Result<(), String> {
                 "figure {i}: median_ms missing, not positive or not finite"
             ))?;
     }
-    Ok(())
-}
-
-/// Draws time (ms, log scale) against log2 size, one line per
-/// implementation, for the figures of `layer`, into an SVG file. Does
-/// nothing when the layer has fewer than two sizes.
-///
-/// # Errors
-/// A message when the file cannot be written.
-pub fn plot_svg(figs: &[Figure], layer: &str, title: &str, path: &Path) -> Result<bool, String> {
-    let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-    for f in figs.iter().filter(|f| f.layer == layer && f.elements > 0) {
-        series
-            .entry(f.implementation)
-            .or_default()
-            .push(((f.elements as f64).log2(), f.median_ms));
+    let checks = v
+        .get("checks")
+        .and_then(Value::as_array)
+        .ok_or("no checks array")?;
+    let mut failed = false;
+    for (i, c) in checks.iter().enumerate() {
+        let s = |k: &str| {
+            c.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .ok_or(format!("check {i}: `{k}` missing or empty"))
+        };
+        for k in ["layer", "name", "against"] {
+            s(k)?;
+        }
+        c.get("size")
+            .and_then(Value::as_u64)
+            .ok_or(format!("check {i}: size missing"))?;
+        c.get("seed")
+            .and_then(Value::as_u64)
+            .ok_or(format!("check {i}: seed missing"))?;
+        match s("verdict")? {
+            "equal" => {}
+            "mismatch" => {
+                s("detail")?;
+                failed = true;
+            }
+            "skipped" => {
+                s("why")?;
+            }
+            other => return Err(format!("check {i}: unknown verdict `{other}`")),
+        }
     }
-    let points: Vec<(f64, f64)> = series.values().flatten().copied().collect();
-    if points
-        .iter()
-        .map(|p| p.0 as i64)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len()
-        < 2
-    {
-        return Ok(false);
+    let want = if failed { "fail" } else { "pass" };
+    match v.get("verdict").and_then(Value::as_str) {
+        Some(got) if got == want => Ok(()),
+        Some(got) => Err(format!("verdict is `{got}` but the checks say `{want}`")),
+        None => Err("verdict missing".into()),
     }
-    let (x0, x1) = points
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let (y0, y1) = points
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    let err = |e: &dyn std::fmt::Display| format!("plot {}: {e}", path.display());
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0 - 0.5..x1 + 0.5, (y0 / 2.0..y1 * 2.0).log_scale())
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("log2 size")
-        .y_desc("median ms (log scale)")
-        .x_labels((x1 - x0) as usize + 2)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_labels(12)
-        .y_label_formatter(&|v| format!("{v:.3}"))
-        .draw()
-        .map_err(|e| err(&e))?;
-    for (i, (name, mut pts)) in series.into_iter().enumerate() {
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| err(&e))?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(true)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> (Machine, Vec<Figure>) {
+    pub(crate) fn sample() -> (Machine, Vec<Figure>) {
         let m = Machine {
             gpu: "NVIDIA H200".into(),
             cpu: "Xeon".into(),
@@ -247,50 +273,85 @@ mod tests {
         (m, figs)
     }
 
+    fn record(figures: Vec<Figure>) -> Record {
+        let mut checks = Checks::new(7, None);
+        checks.values(
+            "ntt",
+            "NTT forward 2^16: cuzk GPU (NN)",
+            "ark-poly",
+            1 << 16,
+            &1,
+            &1,
+        );
+        checks.skip("msm", "G1 MSM 2^26: cuzk GPU", "blst", 1 << 26, "too slow");
+        Record { figures, checks }
+    }
+
     #[test]
     fn report_json_matches_its_schema() {
         let (m, figs) = sample();
-        let v = to_json(&m, true, &figs);
+        let v = to_json(&m, true, 7, &record(figs));
         validate(&v).unwrap();
         let f = &v["figures"][1];
         assert_eq!(f["machine"], "NVIDIA H200");
         assert_eq!(v["figures"][0]["machine"], "Xeon");
         assert!((f["speedup_vs_arkworks"].as_f64().unwrap() - 40.0).abs() < 1e-9);
+        assert_eq!(v["verdict"], "pass");
+        assert_eq!(v["checks"][0]["verdict"], "equal");
+        assert_eq!(v["checks"][1]["why"], "too slow");
+        assert_eq!(v["checks"][1]["seed"], 7);
         // Round trip through text, as the file is read back.
         validate(&serde_json::from_str(&serde_json::to_string_pretty(&v).unwrap()).unwrap())
             .unwrap();
     }
 
     #[test]
+    fn a_mismatch_fails_the_report() {
+        let (m, figs) = sample();
+        let mut rec = record(figs);
+        rec.checks
+            .values("msm", "G1 MSM 2^4: cuzk", "blst", 16, &1, &2);
+        let v = to_json(&m, true, 7, &rec);
+        validate(&v).unwrap();
+        assert_eq!(v["verdict"], "fail");
+        assert_eq!(v["checks"][2]["verdict"], "mismatch");
+        assert!(v["checks"][2]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cuzk gave 1"));
+        // A report claiming a pass over a mismatch is refused.
+        let mut v = v;
+        v["verdict"] = json!("pass");
+        assert!(validate(&v).unwrap_err().contains("verdict"));
+    }
+
+    #[test]
     fn schema_violations_are_named() {
         let (m, figs) = sample();
-        let mut v = to_json(&m, false, &figs);
+        let rec = record(figs);
+        let mut v = to_json(&m, false, 7, &rec);
         v["figures"][2]["unit"] = json!("s");
         assert!(validate(&v).unwrap_err().contains("figure 2"));
-        let mut v = to_json(&m, false, &figs);
+        let mut v = to_json(&m, false, 7, &rec);
         v["figures"][0]
             .as_object_mut()
             .unwrap()
             .remove("implementation");
         assert!(validate(&v).unwrap_err().contains("implementation"));
-        let mut v = to_json(&m, false, &figs);
+        let mut v = to_json(&m, false, 7, &rec);
         v["figures"][1]["median_ms"] = json!(0.0);
         assert!(validate(&v).is_err());
-        let mut v = to_json(&m, false, &figs);
+        let mut v = to_json(&m, false, 7, &rec);
         v["machine"].as_object_mut().unwrap().remove("commit");
         assert!(validate(&v).unwrap_err().contains("commit"));
-    }
-
-    #[test]
-    fn plot_writes_an_svg() {
-        let (_, figs) = sample();
-        let dir = std::env::temp_dir().join(format!("cuzk-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("ntt.svg");
-        assert!(plot_svg(&figs, "ntt", "NTT", &path).unwrap());
-        let svg = std::fs::read_to_string(&path).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("cuzk GPU"));
-        assert!(!plot_svg(&figs, "msm", "MSM", &dir.join("msm.svg")).unwrap());
-        std::fs::remove_dir_all(dir).unwrap();
+        let mut v = to_json(&m, false, 7, &rec);
+        v["checks"][1].as_object_mut().unwrap().remove("why");
+        assert!(validate(&v).unwrap_err().contains("check 1"));
+        let mut v = to_json(&m, false, 7, &rec);
+        v["checks"][0]["verdict"] = json!("close");
+        assert!(validate(&v).unwrap_err().contains("close"));
+        let mut v = to_json(&m, false, 7, &rec);
+        v.as_object_mut().unwrap().remove("checks");
+        assert!(validate(&v).unwrap_err().contains("checks"));
     }
 }

@@ -3,6 +3,7 @@
 //! no checks beyond lengths; errors come back as strings.
 
 use cuzk_field::{Fr, G1Affine, G1Projective};
+#[cfg(cuzk_sppark)]
 use std::ffi::{c_char, c_void};
 
 // Keep sppark's and blst's static libraries linked in.

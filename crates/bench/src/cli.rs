@@ -1,0 +1,134 @@
+//! Command-line options of `cuzk-bench` and the run settings derived from them.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+/// `cuzk-bench`'s options.
+#[derive(Parser, Debug)]
+#[command(about = "cuzk benchmark: GPU kernels beside CPU references, every result checked")]
+pub(crate) struct Args {
+    /// A short run (about a minute, small sizes).
+    #[arg(long, conflicts_with = "full")]
+    pub(crate) quick: bool,
+    /// Up to the largest sizes: NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
+    /// Groth16 proofs of 2^22 constraints, field operations over 2^24
+    /// elements on the GPU.
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// Comma-separated layers to run (available: field, alloc, ntt, msm, prover).
+    #[arg(long)]
+    pub(crate) only: Option<String>,
+    /// Report folder.
+    #[arg(long, default_value = "target/cuzk-report")]
+    pub(crate) out: PathBuf,
+    /// Seed of the random inputs (printed and recorded in report.json;
+    /// pass a reported seed to replay a run's inputs). Default: drawn from
+    /// the clock.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// A criterion output folder (CRITERION_HOME of a run of the msm and
+    /// ntt criterion benches): compare its medians with this run's figures
+    /// for the same calls, print the ratios, flag those more than 10% apart,
+    /// and write `criterion_agreement.json`.
+    #[arg(long)]
+    pub(crate) check_criterion: Option<PathBuf>,
+    /// Test hook: as `--quick`, with the field layer over 64 elements (for
+    /// the bench's own tests in debug builds).
+    #[arg(long, hide = true, conflicts_with_all = ["quick", "full"])]
+    pub(crate) smoke: bool,
+    /// Test hook: corrupt the first cuzk result of this layer that is
+    /// checked (field, ntt, msm or prover), to show that a wrong result
+    /// fails the run.
+    #[arg(long, hide = true, value_name = "LAYER")]
+    pub(crate) inject_mismatch: Option<String>,
+}
+
+/// How long a run is: the size ladders of each layer depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Size {
+    /// `--smoke` (hidden): as `Quick`, with the field layer over 64
+    /// elements.
+    Smoke,
+    /// `--quick`: small sizes, about a minute.
+    Quick,
+    /// No flag: sizes up to the middle of each ladder.
+    Default,
+    /// `--full`: up to the largest sizes.
+    Full,
+}
+
+impl Size {
+    /// Picks one of three values by run length (`Smoke` takes `quick`'s).
+    pub(crate) fn pick<T>(self, quick: T, default: T, full: T) -> T {
+        match self {
+            Size::Smoke | Size::Quick => quick,
+            Size::Default => default,
+            Size::Full => full,
+        }
+    }
+}
+
+/// What every layer needs to know about the run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    /// The GPU to bench on, or `None` for the CPU paths only.
+    pub(crate) gpu: Option<i32>,
+    /// Run length.
+    pub(crate) size: Size,
+    /// Seed of all random inputs; each layer draws from its own stream of it.
+    pub(crate) seed: u64,
+}
+
+impl Run {
+    /// A ChaCha20 generator for `seed` on stream `stream` (one stream per
+    /// layer or input set, so that `--only LAYER --seed N` replays exactly
+    /// the inputs that layer had in the full run).
+    pub(crate) fn rng(&self, stream: u64) -> rand_chacha::ChaCha20Rng {
+        use rand::SeedableRng;
+        let mut r = rand_chacha::ChaCha20Rng::seed_from_u64(self.seed);
+        r.set_stream(stream);
+        r
+    }
+}
+
+impl Args {
+    /// The run length the flags ask for.
+    pub(crate) fn size(&self) -> Size {
+        if self.smoke {
+            Size::Smoke
+        } else if self.quick {
+            Size::Quick
+        } else if self.full {
+            Size::Full
+        } else {
+            Size::Default
+        }
+    }
+
+    /// The layers to run, in order.
+    pub(crate) fn layers(&self) -> Vec<String> {
+        self.only
+            .as_deref()
+            .unwrap_or("field,alloc,ntt,msm,prover")
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// The seed given, or one drawn from the clock (below 2^53, so that
+    /// JSON readers that parse numbers as doubles read it exactly).
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed.unwrap_or_else(|| {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            // SplitMix64 finalizer: nearby clocks give unrelated seeds.
+            let mut z = t.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) & ((1 << 53) - 1)
+        })
+    }
+}
