@@ -701,11 +701,7 @@ struct MontField {
      * That removes two of the N/2 + N/2 lo/hi multiply pairs of each row's
      * reduction (an eighth of Fr's multiply pairs). */
     static constexpr bool kLowOneMinus =
-#ifdef CUZK_FF_GENERIC_REDUCE /* developer switch, for measuring the difference */
-        false;
-#else
         P::modulus(0) == 1u && P::modulus(1) == 0xffffffffu;
-#endif
 
     /* Steps C3, C4 of a row (see operator*): q = X[0] * INV, Y += m_odd*q,
      * X += m_even*q with the carry into Y[N-1]. */
