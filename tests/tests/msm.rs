@@ -655,8 +655,9 @@ fn scratch_estimate_without_a_gpu() {
         est::<g1::Config>(100, &bad),
         Err(Error::InvalidArgument(_))
     ));
+    let whole = MsmConfig { split: false, ..d };
     assert!(matches!(
-        est::<g1::Config>(1 << 31, &d),
+        est::<g1::Config>(1 << 31, &whole),
         Err(Error::InvalidArgument(_))
     ));
 }

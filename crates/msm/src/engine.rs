@@ -133,7 +133,8 @@ impl GpuMsm {
     /// `sum_i scalars[i] * bases[i]`: uploads both, runs, and waits.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ or n >= 2^31
+    /// [`Error::InvalidArgument`] when the lengths differ or a part passes
+    /// 2^31 - 1 points
     /// (after the bases' upload, which may fail first with
     /// [`Error::OutOfMemory`]); [`Error::OutOfMemory`] when the points and
     /// the scratch (see [`crate::scratch_bytes_estimate`]) do not fit the

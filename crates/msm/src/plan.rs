@@ -195,7 +195,8 @@ pub(crate) fn plain_request<P: MsmCurve>(n: usize, config: &MsmConfig) -> Reques
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `config.window_bits` is outside 2..=24,
-/// `config.windows_per_batch` is `Some(0)`, or n >= 2^31.
+/// `config.windows_per_batch` is `Some(0)`, or a part passes 2^31 - 1
+/// points (the larger part: n, or n - n/8 when split).
 pub fn scratch_bytes_estimate<P: MsmCurve>(n: usize, config: &MsmConfig) -> Result<u64> {
     config.check()?;
     if n == 0 {
@@ -358,7 +359,8 @@ mod tests {
             ..d
         };
         assert!(scratch_bytes_estimate::<g1::Config>(10, &bad).is_err());
-        assert!(scratch_bytes_estimate::<g1::Config>(1 << 31, &d).is_err());
+        let whole = MsmConfig { split: false, ..d };
+        assert!(scratch_bytes_estimate::<g1::Config>(1 << 31, &whole).is_err());
     }
 
     /// In a CUDA build with a GPU: the host layout, given CUB's storage as
