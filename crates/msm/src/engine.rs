@@ -427,3 +427,95 @@ fn horner<P: MsmCurve>(sums: &[Xyzz<P>], c: u32) -> Projective<P> {
     }
     acc
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_bls12_381::{g1, g2};
+    use ark_ec::{CurveGroup, PrimeGroup};
+
+    /// n points cycling through 4096 multiples of the generator (cheap in
+    /// a debug build), and scalars near r.
+    fn inputs<P: MsmCurve>(n: usize) -> (Vec<Affine<P>>, Vec<Fr>) {
+        let g = Projective::<P>::generator();
+        let mut acc = g;
+        let walk: Vec<Projective<P>> = (0..4096)
+            .map(|_| {
+                acc += g;
+                acc
+            })
+            .collect();
+        let base = Projective::normalize_batch(&walk);
+        let pts = (0..n).map(|i| base[(i * 7) % 4096]).collect();
+        let scalars = (0..n as u64)
+            .map(|i| -Fr::from(i * i + 7) * Fr::from(0x1234_5678_9abc_def1u64))
+            .collect();
+        (pts, scalars)
+    }
+
+    /// The GPU path through the plan-struct ABI against blst, with the
+    /// default configuration and others (window, batch, split, profile).
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_msm_equals_blst_under_every_config() {
+        let g = match GpuMsm::new(0) {
+            Ok(g) => g,
+            Err(e) if e.is_no_gpu() => {
+                eprintln!("SKIPPED: no GPU ({e})");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let d = MsmConfig::default();
+        let configs = [
+            d,
+            MsmConfig {
+                window_bits: Some(5),
+                ..d
+            },
+            MsmConfig {
+                windows_per_batch: Some(2),
+                ..d
+            },
+            MsmConfig { split: false, ..d },
+            MsmConfig { profile: true, ..d },
+        ];
+        for n in [0usize, 1, 1000, 5000] {
+            let (b, s) = inputs::<g1::Config>(n);
+            let want = crate::cpu::msm(&b, &s).unwrap().into_affine();
+            for c in configs {
+                let gc = g.clone().with_config(c).unwrap();
+                assert_eq!(
+                    gc.msm(&b, &s).unwrap().into_affine(),
+                    want,
+                    "G1 n = {n}, {c:?}"
+                );
+            }
+            let pre = g.upload_bases_precomputed(&b, Some(12)).unwrap();
+            assert_eq!(
+                pre.msm(&s).unwrap().into_affine(),
+                want,
+                "G1 precomputed n = {n}"
+            );
+            let (b, s) = inputs::<g2::Config>(n);
+            let want = crate::cpu::msm(&b, &s).unwrap().into_affine();
+            assert_eq!(g.msm(&b, &s).unwrap().into_affine(), want, "G2 n = {n}");
+        }
+        // Two parts: past 2^20 points.
+        let n = (1 << 20) + 3;
+        let (b, s) = inputs::<g1::Config>(n);
+        let want = crate::cpu::msm(&b, &s).unwrap().into_affine();
+        for c in [
+            d,
+            MsmConfig { profile: true, ..d },
+            MsmConfig { split: false, ..d },
+        ] {
+            let gc = g.clone().with_config(c).unwrap();
+            assert_eq!(
+                gc.msm(&b, &s).unwrap().into_affine(),
+                want,
+                "G1 n = {n}, {c:?}"
+            );
+        }
+    }
+}
