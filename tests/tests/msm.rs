@@ -13,7 +13,7 @@ use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::CurveGroup;
 use ark_ff::{BigInteger, One, PrimeField, UniformRand, Zero};
 use ark_serialize::CanonicalDeserialize;
-use cuzk_msm::{cpu, Error, Fr, GpuMsm, MsmCurve};
+use cuzk_msm::{cpu, Error, Fr, GpuMsm, MsmConfig, MsmCurve};
 use cuzk_tests::{gpu_or_skip, report, rng};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -111,6 +111,15 @@ fn gpu() -> Option<&'static GpuMsm> {
     .as_ref()
 }
 
+/// `g` with plain-base MSMs at a fixed window of `c` bits.
+fn with_window(g: &GpuMsm, c: u32) -> GpuMsm {
+    let config = MsmConfig {
+        window_bits: Some(c),
+        ..*g.config()
+    };
+    g.clone().with_config(config).unwrap()
+}
+
 fn check_gpu<P: MsmCurve>(g: &GpuMsm, bases: &[Affine<P>], scalars: &[Fr], what: &str) {
     let want = cpu::msm(bases, scalars).unwrap();
     let got = g.msm(bases, scalars).unwrap();
@@ -120,7 +129,9 @@ fn check_gpu<P: MsmCurve>(g: &GpuMsm, bases: &[Affine<P>], scalars: &[Fr], what:
         "{} {what}: n = {}, window {}",
         P::NAME,
         bases.len(),
-        g.window_for(bases.len())
+        g.config()
+            .window_bits
+            .unwrap_or_else(|| cuzk_msm::window_bits(bases.len()))
     );
 }
 
@@ -158,18 +169,40 @@ fn length_mismatch_is_an_error() {
         cuzk_msm::msm(&b, &s),
         Err(Error::InvalidArgument(_))
     ));
-    if let Some(g) = gpu() {
-        assert!(matches!(g.msm(&b, &s), Err(Error::InvalidArgument(_))));
-        assert!(matches!(
-            g.clone().with_window_bits(25),
-            Err(Error::InvalidArgument(_))
-        ));
-        let fixed = g.upload_bases(&b).unwrap();
-        assert!(matches!(
-            fixed.msm_prefix(&[Fr::one(); 4]),
-            Err(Error::InvalidArgument(_))
-        ));
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_bad_arguments_are_errors() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_bad_arguments_are_errors");
+    let b = points::<g1::Config>(&mut r, 3);
+    let s = vec![Fr::one(); 2];
+    assert!(matches!(g.msm(&b, &s), Err(Error::InvalidArgument(_))));
+    for bad in [
+        MsmConfig {
+            window_bits: Some(25),
+            ..MsmConfig::default()
+        },
+        MsmConfig {
+            window_bits: Some(1),
+            ..MsmConfig::default()
+        },
+        MsmConfig {
+            windows_per_batch: Some(0),
+            ..MsmConfig::default()
+        },
+    ] {
+        assert!(
+            matches!(g.clone().with_config(bad), Err(Error::InvalidArgument(_))),
+            "{bad:?}"
+        );
     }
+    let fixed = g.upload_bases(&b).unwrap();
+    assert!(matches!(
+        fixed.msm(&[Fr::one(); 4]),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 // ---- KZG: the Ethereum ceremony's setup --------------------------------
@@ -214,18 +247,26 @@ fn kzg_commitments_equal_c_kzg() {
     for ((fr, _), w) in blobs.iter().zip(&want) {
         assert_eq!(cpu::msm(&setup, fr).unwrap().into_affine(), *w, "CPU");
     }
-    if let Some(g) = gpu() {
-        let fixed = g.upload_bases(&setup).unwrap();
-        let scalars: Vec<&[Fr]> = blobs.iter().map(|(f, _)| f.as_slice()).collect();
-        let got = fixed.msm_batch(&scalars).unwrap();
-        for (x, w) in got.iter().zip(&want) {
-            assert_eq!(x.into_affine(), *w, "GPU, fixed bases");
-        }
-        report(&format!(
-            "kzg: {} blob commitments on the GPU equal c-kzg's",
-            got.len()
-        ));
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_kzg_commitments_equal_c_kzg() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_kzg_commitments_equal_c_kzg");
+    let setup = kzg_setup();
+    let blobs: Vec<_> = (0..3).map(|_| random_blob(&mut r)).collect();
+    let want: Vec<g1::G1Affine> = blobs.iter().map(|(_, b)| ckzg_commitment(b)).collect();
+    let fixed = g.upload_bases(&setup).unwrap();
+    let scalars: Vec<&[Fr]> = blobs.iter().map(|(f, _)| f.as_slice()).collect();
+    let got = fixed.msm_batch(&scalars).unwrap();
+    for (x, w) in got.iter().zip(&want) {
+        assert_eq!(x.into_affine(), *w, "GPU, fixed bases");
     }
+    report(&format!(
+        "kzg: {} blob commitments on the GPU equal c-kzg's",
+        got.len()
+    ));
 }
 
 // ---- GPU path ----------------------------------------------------------
@@ -258,7 +299,7 @@ fn gpu_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
     // Windows that divide the scalars' 255 bits (3, 5, 15, 17) or 256
     // (2, 4, 8, 16), and the extremes.
     for c in [2u32, 3, 4, 5, 8, 13, 15, 16, 17, 20, 24] {
-        let gc = g.clone().with_window_bits(c).unwrap();
+        let gc = with_window(g, c);
         for flavor in FLAVORS {
             let (b, s) = inputs::<P>(r, 3000, flavor);
             check_gpu(&gc, &b, &s, &format!("window {c}, {flavor:?}"));
@@ -267,6 +308,7 @@ fn gpu_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
 }
 
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_edge_cases() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_edge_cases");
@@ -278,6 +320,7 @@ fn gpu_msm_edge_cases() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
     #[test]
+    #[ignore = "needs a GPU"]
     fn gpu_msm_proptest(log in 0u32..=14, frac in 0.0f64..1.0, flavor in 0usize..4, g2 in any::<bool>(), seed in any::<u64>()) {
         let Some(g) = gpu() else { return Ok(()) };
         let n = ((1usize << log) as f64 * (0.5 + frac / 2.0)) as usize;
@@ -293,6 +336,7 @@ proptest! {
 }
 
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_random_sizes_to_2_20() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_random_sizes_to_2_20");
@@ -311,6 +355,7 @@ fn gpu_msm_random_sizes_to_2_20() {
 }
 
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_is_repeatable() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_is_repeatable");
@@ -332,6 +377,7 @@ fn gpu_msm_is_repeatable() {
 /// for 16-bit windows: the case `compute-sanitizer` runs (`--tool memcheck`
 /// and `--tool racecheck`).
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_sanitizer_case() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_sanitizer_case");
@@ -368,7 +414,7 @@ fn check_precomputed<P: MsmCurve>(
     let k = scalars.len() * 2 / 3;
     let want = cpu::msm(&bases[..k], &scalars[..k]).unwrap().into_affine();
     assert_eq!(
-        fixed.msm_prefix(&scalars[..k]).unwrap().into_affine(),
+        fixed.msm(&scalars[..k]).unwrap().into_affine(),
         want,
         "{} {what}: precomputed prefix of {k}, n = {}",
         P::NAME,
@@ -396,6 +442,7 @@ fn gpu_precomputed_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
 /// Bases precomputed for one set of buckets across windows: every edge-case
 /// flavour, windows 2..=26, prefixes; bad windows are errors.
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_precomputed_bases() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_precomputed_bases");
@@ -414,23 +461,27 @@ fn gpu_msm_precomputed_bases() {
     report("msm: G1 and G2 over precomputed bases (windows 2..=26) equal blst");
 }
 
+/// Points from which an MSM runs in two parts (see `MsmConfig::split`).
+const SPLIT_MIN_POINTS: usize = 1 << 20;
+
 /// From 2^20 points an MSM runs in two parts (the second part's scalars go
 /// up while the first part runs): plain and precomputed, G1 and G2, just
 /// past the threshold and at odd sizes.
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_two_parts() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_two_parts");
     for (n, flavor) in [
-        (cuzk_msm::SPLIT_MIN_POINTS, Flavor::Random),
-        (cuzk_msm::SPLIT_MIN_POINTS + 7, Flavor::Skewed),
+        (SPLIT_MIN_POINTS, Flavor::Random),
+        (SPLIT_MIN_POINTS + 7, Flavor::Skewed),
         ((1 << 21) + 12345, Flavor::Edges),
     ] {
         let (b, s) = inputs::<g1::Config>(&mut r, n, flavor);
         check_gpu(g, &b, &s, &format!("two parts, {flavor:?}"));
         check_precomputed(g, &b, &s, None, &format!("two parts, {flavor:?}"));
     }
-    let n = cuzk_msm::SPLIT_MIN_POINTS + 1;
+    let n = SPLIT_MIN_POINTS + 1;
     let (b, s) = inputs::<g2::Config>(&mut r, n, Flavor::Collisions);
     check_gpu(g, &b, &s, "two parts");
     check_precomputed(g, &b, &s, Some(20), "two parts");
@@ -464,6 +515,7 @@ fn big_scalars(r: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
 /// 2^24 and 2^26 + 12345 G1 points against blst; the latter also with
 /// 8-bit windows (32 windows: 2^31 + 395,040 sorted pairs).
 #[test]
+#[ignore = "needs a GPU"]
 fn gpu_msm_spot_checks_large() {
     let Some(g) = gpu() else { return };
     let mut r = rng("gpu_msm_spot_checks_large");
@@ -495,7 +547,7 @@ fn gpu_msm_spot_checks_large() {
         ));
         drop(pre);
         if n > 1 << 24 {
-            let g8 = g.clone().with_window_bits(8).unwrap();
+            let g8 = with_window(g, 8);
             let fixed = g8.upload_bases(&bases[..n]).unwrap();
             assert_eq!(
                 fixed.msm(&scalars[..n]).unwrap().into_affine(),
@@ -517,4 +569,121 @@ fn projective_identity_is_returned_for_empty_input() {
     let p = cpu::msm::<g2::Config>(&[], &[]).unwrap();
     assert!(p.is_zero());
     let _unused: Projective<g1::Config> = Projective::default();
+}
+
+// ---- configuration and scratch estimate ----------------------------------
+
+/// Every `MsmConfig` gives the same sums as the default: window overrides
+/// (below, at and above the default), one window a batch, no split (at a
+/// size that splits by default), profiling on.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_config_does_not_change_results() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_config_does_not_change_results");
+    let n = SPLIT_MIN_POINTS + 3;
+    let (b, s) = inputs::<g1::Config>(&mut r, n, Flavor::Skewed);
+    let fixed = g.upload_bases(&b).unwrap();
+    let want = fixed.msm(&s).unwrap().into_affine();
+    assert_eq!(want, cpu::msm(&b, &s).unwrap().into_affine(), "default");
+    let d = MsmConfig::default();
+    let default_c = cuzk_msm::window_bits(n);
+    for config in [
+        MsmConfig {
+            window_bits: Some(default_c - 3),
+            ..d
+        },
+        MsmConfig {
+            window_bits: Some(default_c),
+            ..d
+        },
+        MsmConfig {
+            window_bits: Some(default_c + 2),
+            ..d
+        },
+        MsmConfig {
+            windows_per_batch: Some(1),
+            ..d
+        },
+        MsmConfig { split: false, ..d },
+        MsmConfig { profile: true, ..d },
+    ] {
+        let gc = g.clone().with_config(config).unwrap();
+        let got = gc.upload_bases(&b).unwrap().msm(&s).unwrap().into_affine();
+        assert_eq!(got, want, "{config:?}");
+    }
+    let (b, s) = inputs::<g2::Config>(&mut r, 5000, Flavor::Edges);
+    let want = cpu::msm(&b, &s).unwrap().into_affine();
+    let gc = with_window(g, 9).with_config(MsmConfig {
+        windows_per_batch: Some(3),
+        profile: true,
+        ..MsmConfig::default()
+    });
+    assert_eq!(gc.unwrap().msm(&b, &s).unwrap().into_affine(), want, "G2");
+    report("msm: window, batch, split and profile settings give the default's sums");
+}
+
+/// The host-only scratch estimate: no GPU needed; grows with n and the
+/// curve's point size, shrinks with fewer windows a batch, and rejects
+/// invalid configurations and sizes.
+#[test]
+fn scratch_estimate_without_a_gpu() {
+    use cuzk_msm::scratch_bytes_estimate as est;
+    let d = MsmConfig::default();
+    assert_eq!(est::<g1::Config>(0, &d).unwrap(), 0);
+    let mut last = 0;
+    for log in [4u32, 10, 16, 20, 24] {
+        let g1 = est::<g1::Config>(1 << log, &d).unwrap();
+        let g2 = est::<g2::Config>(1 << log, &d).unwrap();
+        assert!(g1 > last, "2^{log}");
+        assert!(g2 > g1, "2^{log}");
+        // At least the sorted digit pairs: 16 bytes a point and window.
+        let windows = 256u64.div_ceil(u64::from(cuzk_msm::window_bits(1 << log)));
+        assert!(g1 >= 16 * windows * (1u64 << log) * 7 / 8, "2^{log}");
+        last = g1;
+    }
+    let one = MsmConfig {
+        windows_per_batch: Some(1),
+        ..d
+    };
+    assert!(est::<g1::Config>(1 << 20, &one).unwrap() < est::<g1::Config>(1 << 20, &d).unwrap());
+    let bad = MsmConfig {
+        window_bits: Some(25),
+        ..d
+    };
+    assert!(matches!(
+        est::<g1::Config>(100, &bad),
+        Err(Error::InvalidArgument(_))
+    ));
+    let whole = MsmConfig { split: false, ..d };
+    assert!(matches!(
+        est::<g1::Config>(1 << 31, &whole),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// An MSM runs within the bases, the scalars and the scratch estimate (a
+/// fresh engine, so that its budget's peak counts this MSM alone; 8 MiB of
+/// slack for allocation granularity).
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_msm_fits_the_scratch_estimate() {
+    if gpu().is_none() {
+        return;
+    }
+    let g = GpuMsm::new(0).unwrap();
+    let mut r = rng("gpu_msm_fits_the_scratch_estimate");
+    for n in [1usize << 16, SPLIT_MIN_POINTS + 5] {
+        let (b, s) = inputs::<g1::Config>(&mut r, n, Flavor::Random);
+        let est = cuzk_msm::scratch_bytes_estimate::<g1::Config>(n, g.config()).unwrap();
+        let need = est + 96 * n as u64 + 32 * n as u64 + (8 << 20);
+        let fixed = g.upload_bases(&b).unwrap();
+        assert_eq!(
+            fixed.msm(&s).unwrap().into_affine(),
+            cpu::msm(&b, &s).unwrap().into_affine()
+        );
+        drop(fixed);
+        let peak = g.memory().budget().peak_claimed_bytes();
+        assert!(peak <= need, "n = {n}: peak {peak} bytes, estimate {need}");
+    }
 }

@@ -5,7 +5,8 @@
 //! limbs, Montgomery form with R = 2^384, identity (0, 0) in affine and
 //! z = 0 in Jacobian form), so points pass between them limb for limb.
 
-use crate::{check_lengths, MsmCurve, Result};
+use crate::engine::check_lengths;
+use crate::{MsmCurve, Result};
 use ark_bls12_381::{g1, g2, Fq, Fq2};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::VariableBaseMSM;

@@ -19,17 +19,26 @@
 //! ```
 //!
 //! Entry points: [`msm`] (GPU when there is one, else CPU; checked),
-//! [`GpuMsm`] (a GPU engine: one-off MSMs, batches, and [`FixedBases`]
-//! uploaded once for many MSMs, as Groth16 and KZG provers use one SRS for
-//! many proofs), [`cpu::msm`] (blst) and [`cpu::msm_arkworks`].
+//! [`GpuMsm`] (a GPU engine tuned by an [`MsmConfig`]: one-off MSMs, and
+//! [`FixedBases`] uploaded once for many MSMs and batches, as Groth16 and
+//! KZG provers use one SRS for many proofs), [`cpu::msm`] (blst) and
+//! [`cpu::msm_arkworks`]. [`scratch_bytes_estimate`] tells, without a GPU,
+//! how much device scratch an MSM takes.
 
+mod config;
 pub mod cpu;
-mod gpu;
+mod engine;
+mod fixed;
+mod plan;
+#[allow(unreachable_pub)] // generated bindings, crate-private
 mod sys;
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+pub use config::{precomputed_window_bits, window_bits, MsmConfig};
 pub use cuzk_field::{Backend, Error, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Result};
-pub use gpu::{FixedBases, GpuMsm, SPLIT_MIN_POINTS};
+pub use engine::GpuMsm;
+pub use fixed::FixedBases;
+pub use plan::scratch_bytes_estimate;
 
 mod sealed {
     pub trait Sealed {}
@@ -50,20 +59,6 @@ pub trait MsmCurve: SWCurveConfig<ScalarField = Fr> + sealed::Sealed {
     fn blst_msm(bases: &[Affine<Self>], scalars: &[Fr]) -> Projective<Self>;
 }
 
-/// Checks an MSM's shapes: as many scalars as bases.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] when the lengths differ.
-pub fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
-    if bases != scalars {
-        return Err(Error::InvalidArgument(format!(
-            "MSM of {bases} bases and {scalars} scalars: give one scalar per base \
-             (for fewer scalars, pass a prefix of the bases)"
-        )));
-    }
-    Ok(())
-}
-
 /// `sum_i scalars[i] * bases[i]` on the GPU when one is usable (device 0),
 /// else on the CPU (blst); returns the sum and where it ran. For one-off
 /// calls: a [`GpuMsm`] kept across calls keeps its stream and memory pool,
@@ -73,38 +68,12 @@ pub fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
 /// [`Error::InvalidArgument`] when the lengths differ; GPU errors
 /// ([`Error::OutOfMemory`], [`Error::Cuda`]) from a GPU that exists.
 pub fn msm<P: MsmCurve>(bases: &[Affine<P>], scalars: &[Fr]) -> Result<(Projective<P>, Backend)> {
-    check_lengths(bases.len(), scalars.len())?;
+    engine::check_lengths(bases.len(), scalars.len())?;
     match GpuMsm::new(0) {
-        Ok(g) => g.msm(bases, scalars).map(|r| (r, Backend::Gpu { device: 0 })),
+        Ok(g) => g
+            .msm(bases, scalars)
+            .map(|r| (r, Backend::Gpu { device: 0 })),
         Err(e) if e.is_no_gpu() => cpu::msm(bases, scalars).map(|r| (r, Backend::Cpu)),
         Err(e) => Err(e),
     }
-}
-
-/// The window size (bits) the GPU uses for `n` points: about log2(n) - 4,
-/// so that buckets hold some 16 to 32 points each, within 4..=20
-/// (`CUZK_MSM_WINDOW` overrides it, 2..=24).
-pub fn window_bits(n: usize) -> u32 {
-    if let Some(c) = std::env::var("CUZK_MSM_WINDOW")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|c| (2..=24).contains(c))
-    {
-        return c;
-    }
-    let lg = usize::BITS - n.leading_zeros(); // ceil-ish log2(n + 1)
-    lg.saturating_sub(4).clamp(4, 20)
-}
-
-/// The window size (bits) for bases precomputed for `n` points (see
-/// [`GpuMsm::upload_bases_precomputed`]): the c in 8..=26 that minimizes
-/// n W(c) + 4.5 x 2^(c-1), the point additions of the bucket sums plus the
-/// bucket reduction's cost (about 4.5 additions' worth a bucket, measured on
-/// the H200), W(c) = ceil(256 / c). E.g. 16 for 2^16 points, 20 for 2^22,
-/// 22 for 2^24, 24 for 2^26.
-pub fn precomputed_window_bits(n: usize) -> u32 {
-    let cost = |c: u32| n as f64 * f64::from(256u32.div_ceil(c)) + 4.5 * f64::from(1u32 << (c - 1));
-    (8..=26u32)
-        .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
-        .expect("a non-empty range")
 }

@@ -44,16 +44,202 @@ impl Default for cuzk_status {
         }
     }
 }
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cuzk_msm_plan_request {
+    pub curve: u32,
+    pub window_bits: u32,
+    pub n: u64,
+    pub windows_per_batch: u32,
+    pub precomputed: u32,
+    pub parts: u32,
+    pub reserved: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_plan_request"][::core::mem::size_of::<cuzk_msm_plan_request>() - 32usize];
+    ["Alignment of cuzk_msm_plan_request"]
+        [::core::mem::align_of::<cuzk_msm_plan_request>() - 8usize];
+    ["Offset of field: cuzk_msm_plan_request::curve"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, curve) - 0usize];
+    ["Offset of field: cuzk_msm_plan_request::window_bits"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, window_bits) - 4usize];
+    ["Offset of field: cuzk_msm_plan_request::n"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, n) - 8usize];
+    ["Offset of field: cuzk_msm_plan_request::windows_per_batch"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, windows_per_batch) - 16usize];
+    ["Offset of field: cuzk_msm_plan_request::precomputed"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, precomputed) - 20usize];
+    ["Offset of field: cuzk_msm_plan_request::parts"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, parts) - 24usize];
+    ["Offset of field: cuzk_msm_plan_request::reserved"]
+        [::core::mem::offset_of!(cuzk_msm_plan_request, reserved) - 28usize];
+};
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cuzk_msm_scratch_layout {
+    pub keys_in: u64,
+    pub vals_in: u64,
+    pub keys_out: u64,
+    pub vals_out: u64,
+    pub list_a_keys: u64,
+    pub list_a_pts: u64,
+    pub list_b_keys: u64,
+    pub list_b_pts: u64,
+    pub sort: u64,
+    pub sort_bytes: u64,
+    pub buckets: u64,
+    pub bucket_bytes: u64,
+    pub segs: u64,
+    pub segs2: u64,
+    pub r0: u64,
+    pub r1: u64,
+    pub level_sums: u64,
+    pub window_sums: u64,
+    pub total: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_scratch_layout"]
+        [::core::mem::size_of::<cuzk_msm_scratch_layout>() - 152usize];
+    ["Alignment of cuzk_msm_scratch_layout"]
+        [::core::mem::align_of::<cuzk_msm_scratch_layout>() - 8usize];
+    ["Offset of field: cuzk_msm_scratch_layout::keys_in"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, keys_in) - 0usize];
+    ["Offset of field: cuzk_msm_scratch_layout::vals_in"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, vals_in) - 8usize];
+    ["Offset of field: cuzk_msm_scratch_layout::keys_out"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, keys_out) - 16usize];
+    ["Offset of field: cuzk_msm_scratch_layout::vals_out"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, vals_out) - 24usize];
+    ["Offset of field: cuzk_msm_scratch_layout::list_a_keys"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, list_a_keys) - 32usize];
+    ["Offset of field: cuzk_msm_scratch_layout::list_a_pts"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, list_a_pts) - 40usize];
+    ["Offset of field: cuzk_msm_scratch_layout::list_b_keys"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, list_b_keys) - 48usize];
+    ["Offset of field: cuzk_msm_scratch_layout::list_b_pts"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, list_b_pts) - 56usize];
+    ["Offset of field: cuzk_msm_scratch_layout::sort"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, sort) - 64usize];
+    ["Offset of field: cuzk_msm_scratch_layout::sort_bytes"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, sort_bytes) - 72usize];
+    ["Offset of field: cuzk_msm_scratch_layout::buckets"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, buckets) - 80usize];
+    ["Offset of field: cuzk_msm_scratch_layout::bucket_bytes"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, bucket_bytes) - 88usize];
+    ["Offset of field: cuzk_msm_scratch_layout::segs"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, segs) - 96usize];
+    ["Offset of field: cuzk_msm_scratch_layout::segs2"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, segs2) - 104usize];
+    ["Offset of field: cuzk_msm_scratch_layout::r0"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, r0) - 112usize];
+    ["Offset of field: cuzk_msm_scratch_layout::r1"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, r1) - 120usize];
+    ["Offset of field: cuzk_msm_scratch_layout::level_sums"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, level_sums) - 128usize];
+    ["Offset of field: cuzk_msm_scratch_layout::window_sums"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, window_sums) - 136usize];
+    ["Offset of field: cuzk_msm_scratch_layout::total"]
+        [::core::mem::offset_of!(cuzk_msm_scratch_layout, total) - 144usize];
+};
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cuzk_msm_plan {
+    pub curve: u32,
+    pub window_bits: u32,
+    pub plan_n: u64,
+    pub windows: u32,
+    pub windows_per_batch: u32,
+    pub precomputed: u32,
+    pub parts: u32,
+    pub scratch: cuzk_msm_scratch_layout,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_plan"][::core::mem::size_of::<cuzk_msm_plan>() - 184usize];
+    ["Alignment of cuzk_msm_plan"][::core::mem::align_of::<cuzk_msm_plan>() - 8usize];
+    ["Offset of field: cuzk_msm_plan::curve"]
+        [::core::mem::offset_of!(cuzk_msm_plan, curve) - 0usize];
+    ["Offset of field: cuzk_msm_plan::window_bits"]
+        [::core::mem::offset_of!(cuzk_msm_plan, window_bits) - 4usize];
+    ["Offset of field: cuzk_msm_plan::plan_n"]
+        [::core::mem::offset_of!(cuzk_msm_plan, plan_n) - 8usize];
+    ["Offset of field: cuzk_msm_plan::windows"]
+        [::core::mem::offset_of!(cuzk_msm_plan, windows) - 16usize];
+    ["Offset of field: cuzk_msm_plan::windows_per_batch"]
+        [::core::mem::offset_of!(cuzk_msm_plan, windows_per_batch) - 20usize];
+    ["Offset of field: cuzk_msm_plan::precomputed"]
+        [::core::mem::offset_of!(cuzk_msm_plan, precomputed) - 24usize];
+    ["Offset of field: cuzk_msm_plan::parts"]
+        [::core::mem::offset_of!(cuzk_msm_plan, parts) - 28usize];
+    ["Offset of field: cuzk_msm_plan::scratch"]
+        [::core::mem::offset_of!(cuzk_msm_plan, scratch) - 32usize];
+};
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_msm_part {
+    pub bases: *const ::core::ffi::c_void,
+    pub scalars: *const ::core::ffi::c_void,
+    pub stride: u64,
+    pub n: u64,
+    pub part: u32,
+    pub reserved: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_part"][::core::mem::size_of::<cuzk_msm_part>() - 40usize];
+    ["Alignment of cuzk_msm_part"][::core::mem::align_of::<cuzk_msm_part>() - 8usize];
+    ["Offset of field: cuzk_msm_part::bases"]
+        [::core::mem::offset_of!(cuzk_msm_part, bases) - 0usize];
+    ["Offset of field: cuzk_msm_part::scalars"]
+        [::core::mem::offset_of!(cuzk_msm_part, scalars) - 8usize];
+    ["Offset of field: cuzk_msm_part::stride"]
+        [::core::mem::offset_of!(cuzk_msm_part, stride) - 16usize];
+    ["Offset of field: cuzk_msm_part::n"][::core::mem::offset_of!(cuzk_msm_part, n) - 24usize];
+    ["Offset of field: cuzk_msm_part::part"]
+        [::core::mem::offset_of!(cuzk_msm_part, part) - 32usize];
+    ["Offset of field: cuzk_msm_part::reserved"]
+        [::core::mem::offset_of!(cuzk_msm_part, reserved) - 36usize];
+};
+impl Default for cuzk_msm_part {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct cuzk_msm_profile {
+    pub digits_ms: f64,
+    pub sort_ms: f64,
+    pub level0_ms: f64,
+    pub levels_ms: f64,
+    pub reduce_ms: f64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_profile"][::core::mem::size_of::<cuzk_msm_profile>() - 40usize];
+    ["Alignment of cuzk_msm_profile"][::core::mem::align_of::<cuzk_msm_profile>() - 8usize];
+    ["Offset of field: cuzk_msm_profile::digits_ms"]
+        [::core::mem::offset_of!(cuzk_msm_profile, digits_ms) - 0usize];
+    ["Offset of field: cuzk_msm_profile::sort_ms"]
+        [::core::mem::offset_of!(cuzk_msm_profile, sort_ms) - 8usize];
+    ["Offset of field: cuzk_msm_profile::level0_ms"]
+        [::core::mem::offset_of!(cuzk_msm_profile, level0_ms) - 16usize];
+    ["Offset of field: cuzk_msm_profile::levels_ms"]
+        [::core::mem::offset_of!(cuzk_msm_profile, levels_ms) - 24usize];
+    ["Offset of field: cuzk_msm_profile::reduce_ms"]
+        [::core::mem::offset_of!(cuzk_msm_profile, reduce_ms) - 32usize];
+};
 unsafe extern "C" {
-    pub fn cuzk_msm_scratch_bytes(
+    pub fn cuzk_msm_plan_make(
         device: i32,
-        curve: u32,
-        n: u64,
-        window_bits: u32,
-        windows_per_batch: u32,
-        precomputed: u32,
-        parts: u32,
-        bytes: *mut u64,
+        request: *const cuzk_msm_plan_request,
+        plan: *mut cuzk_msm_plan,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
@@ -70,33 +256,22 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn cuzk_msm_accumulate(
         device: i32,
-        curve: u32,
-        bases: *const ::core::ffi::c_void,
-        stride: u64,
-        scalars: *const ::core::ffi::c_void,
-        n: u64,
-        plan_n: u64,
-        window_bits: u32,
-        windows_per_batch: u32,
-        parts: u32,
-        part: u32,
+        plan: *const cuzk_msm_plan,
+        input: *const cuzk_msm_part,
         scratch: *mut ::core::ffi::c_void,
         scratch_bytes: u64,
+        profile: *mut cuzk_msm_profile,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
     pub fn cuzk_msm_finish(
         device: i32,
-        curve: u32,
-        plan_n: u64,
-        window_bits: u32,
-        windows_per_batch: u32,
-        precomputed: u32,
-        parts: u32,
+        plan: *const cuzk_msm_plan,
         scratch: *mut ::core::ffi::c_void,
         scratch_bytes: u64,
         window_sums: *mut ::core::ffi::c_void,
+        profile: *mut cuzk_msm_profile,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }

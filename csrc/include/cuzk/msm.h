@@ -44,17 +44,81 @@ extern "C" {
  * the stride must stay within it. */
 #define CUZK_MSM_MAX_POINTS 0x7fffffffull
 
-/* Writes to *bytes the device scratch memory (bytes) that
- * cuzk_msm_accumulate and cuzk_msm_finish need on `device` for parts of up
- * to n points, window size `window_bits`, `windows_per_batch` windows
- * digitized and sorted at a time (0 or more than W: all W; more windows a
- * batch, fewer launches, more memory; precomputed bases take all W at
- * once), `precomputed` (0: plain bases; 1: bases from cuzk_msm_precompute)
- * and `parts` (1 or 2) bucket arrays. Invalid arguments give
- * CUZK_ERR_INVALID_ARGUMENT. */
-cuzk_status cuzk_msm_scratch_bytes(int32_t device, uint32_t curve, uint64_t n,
-                                   uint32_t window_bits, uint32_t windows_per_batch,
-                                   uint32_t precomputed, uint32_t parts, uint64_t* bytes);
+/* What an MSM plan is made for (see cuzk_msm_plan_make). */
+typedef struct cuzk_msm_plan_request {
+    uint32_t curve;       /* CUZK_MSM_G1 or CUZK_MSM_G2 */
+    uint32_t window_bits; /* c, in MIN_WINDOW..=MAX_WINDOW (precomputed: ..=MAX_PRECOMPUTED_WINDOW) */
+    uint64_t n;           /* the most points of one part */
+    /* Windows digitized and sorted at a time: 0 or more than W, all W (more
+     * windows a batch: fewer launches, more memory). Precomputed bases take
+     * all W at once. */
+    uint32_t windows_per_batch;
+    uint32_t precomputed; /* 0: plain bases; 1: bases from cuzk_msm_precompute */
+    uint32_t parts;       /* bucket arrays, one a part of the points: 1 or 2 */
+    uint32_t reserved;    /* 0 */
+} cuzk_msm_plan_request;
+
+/* Byte offsets into the device scratch of one MSM, and its size. */
+typedef struct cuzk_msm_scratch_layout {
+    /* Digit pairs (keys, values) before and after the radix sort. */
+    uint64_t keys_in, vals_in, keys_out, vals_out;
+    /* Partial-sum lists of the accumulation levels (over the unsorted pairs). */
+    uint64_t list_a_keys, list_a_pts, list_b_keys, list_b_pts;
+    /* CUB's radix-sort storage and its size. */
+    uint64_t sort, sort_bytes;
+    /* Bucket arrays: `parts` of bucket_bytes each. */
+    uint64_t buckets, bucket_bytes;
+    /* Bucket reduction: segment sums, tree-sum output, two running-sum
+     * buffers, the levels' sums and the window sums. */
+    uint64_t segs, segs2, r0, r1, level_sums, window_sums;
+    /* Bytes of the whole scratch. */
+    uint64_t total;
+} cuzk_msm_scratch_layout;
+
+/* An MSM plan: the request's choices resolved (W = ceil(256 / c) windows,
+ * windows_per_batch in 1..=W) and the scratch layout. Made once by
+ * cuzk_msm_plan_make and passed unchanged to every call of one MSM. */
+typedef struct cuzk_msm_plan {
+    uint32_t curve;
+    uint32_t window_bits;
+    uint64_t plan_n; /* the most points of one part */
+    uint32_t windows;
+    uint32_t windows_per_batch;
+    uint32_t precomputed;
+    uint32_t parts;
+    cuzk_msm_scratch_layout scratch;
+} cuzk_msm_plan;
+
+/* One part's inputs to cuzk_msm_accumulate (device memory of the plan's
+ * device): `bases` the part's first point (plain: n points; precomputed:
+ * window j's copy of point i at bases[j stride + i]) and `scalars` its n
+ * scalars. */
+typedef struct cuzk_msm_part {
+    const void* bases;
+    const void* scalars;
+    uint64_t stride; /* precomputed: the copies' n; 0 for plain bases */
+    uint64_t n;      /* points of this part, at most the plan's plan_n */
+    uint32_t part;   /* which bucket array, below the plan's parts */
+    uint32_t reserved; /* 0 */
+} cuzk_msm_part;
+
+/* Device time of an MSM's phases (milliseconds, CUDA events), filled when a
+ * profile is passed (each phase waits for the stream: for tuning only).
+ * cuzk_msm_accumulate adds to the first four, cuzk_msm_finish to reduce_ms
+ * (zero the struct before an MSM). */
+typedef struct cuzk_msm_profile {
+    double digits_ms;
+    double sort_ms;
+    double level0_ms;  /* the first accumulation level, over the sorted pairs */
+    double levels_ms;  /* the later accumulation levels, over partial sums */
+    double reduce_ms;  /* the parts' buckets added and reduced to window sums */
+} cuzk_msm_profile;
+
+/* Makes the plan of an MSM on `device` (the radix sort's storage depends on
+ * it) for `request`. Invalid requests give CUZK_ERR_INVALID_ARGUMENT with
+ * the reason. */
+cuzk_status cuzk_msm_plan_make(int32_t device, const cuzk_msm_plan_request* request,
+                               cuzk_msm_plan* plan);
 
 /* Precomputed bases for window size `window_bits` (W windows): writes
  * out[j n + i] = 2^(window_bits j) bases[i] (affine, arkworks' layout) for
@@ -80,31 +144,26 @@ cuzk_status cuzk_msm_precompute(int32_t device, uint32_t curve, const void* base
  * An MSM is one or two parts (points [0, n0) and [n0, n), so that the
  * second part's scalars can be copied in while the first part runs), each
  * a cuzk_msm_accumulate call into its own bucket array `part`, and then
- * one cuzk_msm_finish. Every call of one MSM takes the same plan_n (the
- * most points of a part), window_bits, windows_per_batch, parts and
- * scratch (of cuzk_msm_scratch_bytes's size for them), and precomputed
- * bases throughout (stride != 0 in every cuzk_msm_accumulate and
- * precomputed = 1 in cuzk_msm_finish) or plain ones throughout. Part 0
- * comes first (it clears every part's buckets); a part never accumulated
- * contributes nothing.
+ * one cuzk_msm_finish. Every call of one MSM takes the same plan (from
+ * cuzk_msm_plan_make; a plan that differs from what cuzk_msm_plan_make
+ * gives for its request fields is refused) and the same scratch of at
+ * least plan->scratch.total bytes; with precomputed bases every part has
+ * stride != 0, with plain ones stride = 0. Part 0 comes first (it clears
+ * every part's buckets); a part never accumulated contributes nothing.
  *
  * cuzk_msm_accumulate queues (does not wait for) the digits, sort and
- * bucket sums of n <= plan_n points: `bases` the part's first point (plain:
- * n points; precomputed: window j's copy of point i at bases[j stride + i],
- * stride the precomputed array's n; 0 for plain bases) and `scalars` its n
- * scalars, both device memory.
+ * bucket sums of one part (see cuzk_msm_part).
  *
  * cuzk_msm_finish adds the parts' buckets, reduces them and writes the
  * window sums to the host buffer `window_sums`: W XYZZ points for plain
- * bases, one (the whole MSM) for precomputed ones. Waits for the stream. */
-cuzk_status cuzk_msm_accumulate(int32_t device, uint32_t curve, const void* bases,
-                                uint64_t stride, const void* scalars, uint64_t n,
-                                uint64_t plan_n, uint32_t window_bits,
-                                uint32_t windows_per_batch, uint32_t parts, uint32_t part,
-                                void* scratch, uint64_t scratch_bytes, void* stream);
-cuzk_status cuzk_msm_finish(int32_t device, uint32_t curve, uint64_t plan_n, uint32_t window_bits,
-                            uint32_t windows_per_batch, uint32_t precomputed, uint32_t parts,
-                            void* scratch, uint64_t scratch_bytes, void* window_sums,
+ * bases, one (the whole MSM) for precomputed ones. Waits for the stream.
+ *
+ * `profile`: null, or phase times to fill (see cuzk_msm_profile). */
+cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
+                                const cuzk_msm_part* input, void* scratch, uint64_t scratch_bytes,
+                                cuzk_msm_profile* profile, void* stream);
+cuzk_status cuzk_msm_finish(int32_t device, const cuzk_msm_plan* plan, void* scratch,
+                            uint64_t scratch_bytes, void* window_sums, cuzk_msm_profile* profile,
                             void* stream);
 
 #ifdef __cplusplus

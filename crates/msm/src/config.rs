@@ -1,0 +1,144 @@
+//! Tuning of the GPU MSM: [`MsmConfig`] and the default window sizes.
+
+/// Tuning of a [`crate::GpuMsm`] (set with [`crate::GpuMsm::with_config`]);
+/// [`Default`] is what cuzk ships with. Every field changes speed or
+/// memory, never the result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmConfig {
+    /// Window size c (bits) of plain-base MSMs, in 2..=24; `None` (default):
+    /// [`window_bits`]`(n)`. Precomputed bases keep the window they were
+    /// computed for ([`crate::GpuMsm::upload_bases_precomputed`]).
+    pub window_bits: Option<u32>,
+    /// Run MSMs of at least 2^20 points in two parts (default `true`): the
+    /// first eighth of the scalars is copied in and its kernels start while
+    /// the other seven eighths go up on a second stream; the parts' buckets
+    /// are added before the reduction. Costs a second bucket array and, once
+    /// used, a second 64 MiB pinned staging buffer.
+    pub split: bool,
+    /// The most windows digitized and sorted at a time (at least 1) for
+    /// plain bases; `None` (default): all W = ceil(256 / c). The engine
+    /// halves the count further while the scratch does not fit the device
+    /// memory budget. Fewer windows a batch: less scratch, more launches.
+    pub windows_per_batch: Option<u32>,
+    /// Time each phase of every MSM (digits, sort, first and later
+    /// accumulation levels, reduction) with CUDA events and emit them as a
+    /// `tracing` event (target `cuzk_msm`, level INFO, fields in
+    /// milliseconds). Default `false`: every phase then waits for the
+    /// previous one, which serializes the two parts' copies and kernels.
+    pub profile: bool,
+}
+
+impl Default for MsmConfig {
+    fn default() -> Self {
+        MsmConfig {
+            window_bits: None,
+            split: true,
+            windows_per_batch: None,
+            profile: false,
+        }
+    }
+}
+
+impl MsmConfig {
+    /// Checks the fields' ranges.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when `window_bits` is outside
+    /// 2..=24 or `windows_per_batch` is `Some(0)`.
+    pub(crate) fn check(&self) -> crate::Result<()> {
+        if let Some(c) = self.window_bits {
+            if !(crate::sys::CUZK_MSM_MIN_WINDOW..=crate::sys::CUZK_MSM_MAX_WINDOW).contains(&c) {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "MsmConfig::window_bits = {c}: choose 2..=24 (or None for the default)"
+                )));
+            }
+        }
+        if self.windows_per_batch == Some(0) {
+            return Err(crate::Error::InvalidArgument(
+                "MsmConfig::windows_per_batch = 0: choose at least 1 (or None for all)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Points from which an MSM runs in two parts when [`MsmConfig::split`] is
+/// on (2^20: 32 MiB of scalars, where the copy is long enough to hide).
+pub(crate) const SPLIT_MIN_POINTS: usize = 1 << 20;
+
+/// (parts, points of part 0, points of the larger part: the plan's n) of an
+/// MSM of n points: two parts, the first an eighth, from
+/// [`SPLIT_MIN_POINTS`] on when `split`.
+pub(crate) fn split(n: usize, split: bool) -> (u32, usize, usize) {
+    if split && n >= SPLIT_MIN_POINTS {
+        (2, n / 8, n - n / 8)
+    } else {
+        (1, n, n)
+    }
+}
+
+/// The default window size (bits) of a plain-base MSM of `n` points:
+/// floor(log2 n) - 3 (so that each of the 2^(c-1) buckets of a window holds
+/// about 16 points), clamped to 4..=20.
+pub fn window_bits(n: usize) -> u32 {
+    let lg = usize::BITS - n.leading_zeros(); // floor(log2 n) + 1 for n > 0
+    lg.saturating_sub(4).clamp(4, 20)
+}
+
+/// The window size (bits) for bases precomputed for `n` points (see
+/// [`crate::GpuMsm::upload_bases_precomputed`]): the c in 8..=26 that
+/// minimizes n W(c) + 4.5 x 2^(c-1), the point additions of the bucket sums
+/// plus the bucket reduction's cost (about 4.5 additions' worth a bucket,
+/// fitted to GPU timings, see BENCHMARKS.md), W(c) = ceil(256 / c). E.g. 16
+/// for 2^16 points, 20 for 2^22, 22 for 2^24, 24 for 2^26.
+pub fn precomputed_window_bits(n: usize) -> u32 {
+    let cost = |c: u32| n as f64 * f64::from(256u32.div_ceil(c)) + 4.5 * f64::from(1u32 << (c - 1));
+    (8..=26u32)
+        .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+        .expect("a non-empty range")
+}
+
+/// Whether n scalars against bases precomputed for window c cost less than
+/// plain bases with window `plain_c`, by the cost model of
+/// [`precomputed_window_bits`] (plain: W windows of buckets to reduce).
+pub(crate) fn merged_pays(n: usize, c: u32, plain_c: u32) -> bool {
+    let w = |c: u32| f64::from(256u32.div_ceil(c));
+    let buckets = |c: u32| 4.5 * f64::from(1u32 << (c - 1));
+    let merged = n as f64 * w(c) + buckets(c);
+    let plain = n as f64 * w(plain_c) + w(plain_c) * buckets(plain_c);
+    merged <= plain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_bits_is_floor_log2_minus_3() {
+        assert_eq!(window_bits(0), 4);
+        assert_eq!(window_bits(127), 4);
+        assert_eq!(window_bits(1 << 10), 7);
+        assert_eq!(window_bits((1 << 16) - 1), 12);
+        assert_eq!(window_bits(1 << 16), 13);
+        assert_eq!(window_bits(1 << 22), 19);
+        assert_eq!(window_bits(1 << 26), 20);
+    }
+
+    #[test]
+    fn precomputed_window_bits_examples() {
+        assert_eq!(precomputed_window_bits(1 << 16), 16);
+        assert_eq!(precomputed_window_bits(1 << 22), 20);
+        assert_eq!(precomputed_window_bits(1 << 24), 22);
+        assert_eq!(precomputed_window_bits(1 << 26), 24);
+    }
+
+    #[test]
+    fn split_takes_an_eighth_first() {
+        assert_eq!(
+            split(SPLIT_MIN_POINTS - 1, true),
+            (1, SPLIT_MIN_POINTS - 1, SPLIT_MIN_POINTS - 1)
+        );
+        assert_eq!(split(1 << 23, true), (2, 1 << 20, 7 << 20));
+        assert_eq!(split(1 << 23, false), (1, 1 << 23, 1 << 23));
+    }
+}

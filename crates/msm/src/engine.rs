@@ -1,0 +1,521 @@
+//! The GPU MSM engine [`GpuMsm`]: streams, staging and the driver of one
+//! MSM through csrc/msm's C ABI (plan, accumulate per part, finish).
+
+use crate::config::{split, window_bits, MsmConfig};
+use crate::fixed::FixedBases;
+use crate::plan::{self, Request};
+use crate::{sys, Error, Fr, MsmCurve, Result};
+use ark_ec::short_weierstrass::{Affine, Projective};
+use ark_ff::AdditiveGroup;
+use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, StagedCopies, Strategy, Stream};
+use cuzk_field::layout::Xyzz;
+use std::sync::Arc;
+
+pub(crate) fn check(s: sys::cuzk_status) -> Result<()> {
+    Error::from_status(s.code, s.cuda_error, &s.message)
+}
+
+/// Checks an MSM's shapes: as many scalars as bases.
+pub(crate) fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
+    if bases != scalars {
+        return Err(Error::InvalidArgument(format!(
+            "MSM of {bases} bases and {scalars} scalars: give one scalar per base \
+             (for fewer scalars, pass a prefix of the bases)"
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of a slice of plain-data points (arkworks' BLS12-381 affine
+/// points: coordinates only, no padding; layout asserted in cuzk-field).
+fn point_bytes<P: MsmCurve>(bases: &[Affine<P>]) -> &[u8] {
+    // SAFETY: Affine<P> for BLS12-381 is two base-field elements back to back
+    // (96 or 192 bytes, asserted in cuzk_field::layout), every byte initialized.
+    unsafe { std::slice::from_raw_parts(bases.as_ptr().cast::<u8>(), std::mem::size_of_val(bases)) }
+}
+
+pub(crate) struct Engine {
+    pub(crate) mem: Arc<DeviceMemory>,
+    pub(crate) stream: Stream,
+    /// Scalars (and copied-in bases) go up through pinned staging buffers.
+    pub(crate) copies: StagedCopies,
+    /// The second part's scalars go up on this stream while the first
+    /// part's kernels run on `stream` (see [`MsmConfig::split`]).
+    copy_stream: Stream,
+    copies2: StagedCopies,
+}
+
+/// MSMs on one GPU: a stream, the device's memory manager and an
+/// [`MsmConfig`]. Cheap to clone (shared); calls are serialized on its
+/// stream. Scalars and copied-in bases of 4 MiB or more go up through
+/// pinned staging buffers ([`cuzk_alloc::StagedCopies`]: 64 MiB of pinned
+/// host memory, taken on first use and held by the engine; 128 MiB once a
+/// two-part MSM ran, see [`MsmConfig::split`]).
+///
+/// Entry points: [`GpuMsm::msm`] (one-off: bases and scalars copied in),
+/// [`GpuMsm::upload_bases`] and [`GpuMsm::upload_bases_precomputed`]
+/// ([`FixedBases`]: bases kept on the device for many MSMs and batches).
+#[derive(Clone)]
+pub struct GpuMsm {
+    pub(crate) e: Arc<Engine>,
+    pub(crate) config: MsmConfig,
+}
+
+impl std::fmt::Debug for GpuMsm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuMsm")
+            .field("device", &self.e.mem.device())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl GpuMsm {
+    /// An MSM engine on `device` with the default [`MsmConfig`], with its
+    /// own memory manager configured from the user's settings
+    /// (`CUZK_DEVICE_MEMORY_LIMIT`, `CUZK_DEVICE_MEMORY_MARGIN`, see
+    /// cuzk-alloc).
+    ///
+    /// # Errors
+    /// [`Error::NoCudaBuild`] / [`Error::NoDevice`] without a usable GPU.
+    pub fn new(device: i32) -> Result<Self> {
+        let mem = DeviceMemory::new(device, BudgetConfig::from_env()?, u64::MAX)?;
+        Self::with_memory(mem)
+    }
+
+    /// An MSM engine sharing `mem` (and so its budget) with other layers,
+    /// with the default [`MsmConfig`].
+    ///
+    /// # Errors
+    /// As [`GpuMsm::new`].
+    pub fn with_memory(mem: Arc<DeviceMemory>) -> Result<Self> {
+        let stream = Stream::new(mem.device())?;
+        let copy_stream = Stream::new(mem.device())?;
+        Ok(GpuMsm {
+            e: Arc::new(Engine {
+                mem,
+                stream,
+                copies: StagedCopies::default(),
+                copy_stream,
+                copies2: StagedCopies::default(),
+            }),
+            config: MsmConfig::default(),
+        })
+    }
+
+    /// The same engine (stream, memory, staging) with `config` for every
+    /// later MSM, including those of [`FixedBases`] uploaded from it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `config.window_bits` is outside
+    /// 2..=24 or `config.windows_per_batch` is `Some(0)`.
+    pub fn with_config(mut self, config: MsmConfig) -> Result<Self> {
+        config.check()?;
+        self.config = config;
+        Ok(self)
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &MsmConfig {
+        &self.config
+    }
+
+    /// The memory manager.
+    pub fn memory(&self) -> &Arc<DeviceMemory> {
+        &self.e.mem
+    }
+
+    /// The window size (bits) of a plain-base MSM of `n` points.
+    fn window_for(&self, n: usize) -> u32 {
+        self.config.window_bits.unwrap_or_else(|| window_bits(n))
+    }
+
+    /// `sum_i scalars[i] * bases[i]`: uploads both, runs, and waits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ or a part passes
+    /// 2^31 - 1 points
+    /// (after the bases' upload, which may fail first with
+    /// [`Error::OutOfMemory`]); [`Error::OutOfMemory`] when the points and
+    /// the scratch (see [`crate::scratch_bytes_estimate`]) do not fit the
+    /// budget even one window at a time; CUDA errors.
+    pub fn msm<P: MsmCurve>(&self, bases: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>> {
+        check_lengths(bases.len(), scalars.len())?;
+        if bases.is_empty() {
+            return Ok(Projective::default());
+        }
+        self.upload_bases(bases)?.msm(scalars)
+    }
+
+    /// Uploads `bases` once for many MSMs against them (one SRS, many
+    /// proofs or blobs). Device memory: 96 bytes a G1 point, 192 a G2 point.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`]; CUDA errors.
+    pub fn upload_bases<P: MsmCurve>(&self, bases: &[Affine<P>]) -> Result<FixedBases<P>> {
+        let bytes = point_bytes(bases);
+        let mut d = self
+            .e
+            .mem
+            .alloc::<u8>(bytes.len(), Strategy::Async, &self.e.stream, None)?;
+        if !bytes.is_empty() {
+            self.e.copies.upload(&mut d, bytes)?;
+        }
+        Ok(FixedBases::new(self.clone(), d, bases.len(), None))
+    }
+
+    /// Uploads `bases` with precomputed shifted copies for window size `c`
+    /// (W = ceil(256 / c) windows): copy j of point i is 2^(c j) P_i,
+    /// computed on the GPU (c Jacobian doublings, 7 field multiplications
+    /// each, and about 80 for the share of a batched inversion: about 250 a
+    /// copy at c = 24), so that every MSM against them sorts all windows'
+    /// digits into one set of 2^(c-1) buckets and reduces the buckets once:
+    /// larger windows, fewer point additions (fixed-base exponentiation with
+    /// precomputation, Brickell, Gordon, McCurley and Wilson, EUROCRYPT
+    /// 1992). Device memory: W n points (96 bytes for G1, 192 for G2), e.g.
+    /// 11 x 6 GiB for 2^26 G1 points at c = 24.
+    ///
+    /// `window_bits`: `None` picks [`crate::precomputed_window_bits`]`(n)`
+    /// and falls back to plain bases ([`GpuMsm::upload_bases`]) when the
+    /// copies and one MSM's scratch do not fit the memory budget or W n
+    /// passes 2^31 - 1; [`FixedBases::precomputed_window_bits`] tells which.
+    /// `Some(c)` insists.
+    ///
+    /// # Errors
+    /// With `Some(c)`: [`Error::InvalidArgument`] unless c is in 2..=26 and
+    /// W n < 2^31; [`Error::OutOfMemory`] when the copies do not fit. Both:
+    /// CUDA errors.
+    pub fn upload_bases_precomputed<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        window_bits: Option<u32>,
+    ) -> Result<FixedBases<P>> {
+        let n = bases.len();
+        let c = window_bits.unwrap_or_else(|| crate::precomputed_window_bits(n));
+        if !(sys::CUZK_MSM_MIN_WINDOW..=sys::CUZK_MSM_MAX_PRECOMPUTED_WINDOW).contains(&c) {
+            return Err(Error::InvalidArgument(format!(
+                "precomputed window of {c} bits: choose 2..=26"
+            )));
+        }
+        let windows = 256u32.div_ceil(c) as usize;
+        let point = std::mem::size_of::<Affine<P>>();
+        let too_many = (windows as u64) * (n as u64) > u64::from(sys::CUZK_MSM_MAX_POINTS);
+        let fits = || -> Result<bool> {
+            let scratch = self.plan::<P>(n, c, 0, true)?.scratch.total;
+            let copies = ((windows + 1) * n * point) as u64;
+            self.e.mem.budget().fits(copies + scratch + 32 * n as u64)
+        };
+        if n == 0 || (window_bits.is_none() && (too_many || !fits()?)) {
+            return self.upload_bases(bases);
+        }
+        if too_many {
+            return Err(Error::InvalidArgument(format!(
+                "{windows} precomputed copies of {n} points pass 2^31 - 1: choose a larger window"
+            )));
+        }
+        let plain = self.upload_bases(bases)?;
+        let mut d =
+            self.e
+                .mem
+                .alloc::<u8>(windows * n * point, Strategy::Async, &self.e.stream, None)?;
+        // SAFETY: `plain` holds n points of P on this device, `d` W n; the
+        // call waits for the stream.
+        check(unsafe {
+            sys::cuzk_msm_precompute(
+                self.e.mem.device(),
+                P::CURVE,
+                plain.device_ptr().cast(),
+                n as u64,
+                c,
+                d.as_mut_ptr().cast(),
+                self.e.stream.as_raw(),
+            )
+        })?;
+        Ok(FixedBases::new(self.clone(), d, n, Some(c)))
+    }
+
+    /// The plan (from csrc/msm) of an MSM of `n` points with window `c`,
+    /// `windows_per_batch` (0: all) and precomputed or plain bases, split
+    /// into parts per the configuration.
+    fn plan<P: MsmCurve>(
+        &self,
+        n: usize,
+        c: u32,
+        windows_per_batch: u32,
+        precomputed: bool,
+    ) -> Result<sys::cuzk_msm_plan> {
+        let (parts, _, plan_n) = split(n, self.config.split);
+        plan::make(
+            self.e.mem.device(),
+            Request {
+                curve: P::CURVE,
+                n: plan_n as u64,
+                window_bits: c,
+                windows_per_batch,
+                precomputed,
+                parts,
+            },
+        )
+    }
+
+    /// Runs one MSM over the first `scalars.len()` device-resident bases:
+    /// plain (`precomputed: None`, at least as many points as scalars) or
+    /// precomputed for window `c` with `stride` points a copy.
+    pub(crate) fn run<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        scalars: &[Fr],
+    ) -> Result<Projective<P>> {
+        let n = scalars.len();
+        if n == 0 {
+            return Ok(Projective::default());
+        }
+        let e = &self.e;
+        let (_, n0, _) = split(n, self.config.split);
+        let fits = |bytes: u64| e.mem.budget().fits(bytes + 32 * n as u64);
+        // Precomputed bases need every window at once; when that does not
+        // fit, copy 0 (the plain bases) serves with batches of windows.
+        let mut plan = match precomputed {
+            Some(c) => {
+                let p = self.plan::<P>(n, c, 0, true)?;
+                fits(p.scratch.total)?.then_some(p)
+            }
+            None => None,
+        };
+        if plan.is_none() {
+            let c = self.window_for(n);
+            let windows = 256u32.div_ceil(c);
+            // As many windows a batch as the configuration and the budget
+            // allow (all, when it fits).
+            let mut batch = self
+                .config
+                .windows_per_batch
+                .unwrap_or(windows)
+                .min(windows);
+            let mut p = self.plan::<P>(n, c, batch, false)?;
+            while batch > 1 && !fits(p.scratch.total)? {
+                batch = batch.div_ceil(2);
+                p = self.plan::<P>(n, c, batch, false)?;
+            }
+            plan = Some(p);
+        }
+        let plan = plan.expect("set above");
+        let merged = plan.precomputed != 0;
+        let parts = plan.parts;
+        let stride = if merged { stride } else { 0 };
+        let bytes = plan.scratch.total;
+        let point = std::mem::size_of::<Affine<P>>();
+        let mut profile = self.config.profile.then(sys::cuzk_msm_profile::default);
+        let profile_ptr: *mut sys::cuzk_msm_profile = profile
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |p| p as *mut _);
+        let mut s0 = e.mem.alloc::<Fr>(n0, Strategy::Async, &e.stream, None)?;
+        e.copies.upload(&mut s0, &scalars[..n0])?;
+        let mut scratch = e
+            .mem
+            .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
+        let mut s1: Option<DeviceBuffer<Fr>> = None;
+        let sums = (|| -> Result<Vec<Xyzz<P>>> {
+            let accumulate =
+                |part: u32, first: usize, s: &DeviceBuffer<Fr>, scratch: &mut DeviceBuffer<u8>| {
+                    let input = sys::cuzk_msm_part {
+                        bases: bases.wrapping_add(first * point).cast(),
+                        scalars: s.as_ptr().cast(),
+                        stride: stride as u64,
+                        n: s.len() as u64,
+                        part,
+                        reserved: 0,
+                    };
+                    // SAFETY: `bases` holds the points [first, first + s.len())
+                    // (each of the W copies, `stride` apart, when precomputed)
+                    // and `s` as many scalars, on this device; `scratch` holds
+                    // the plan's scratch.total bytes. The work is queued on the
+                    // engine's stream; the buffers outlive it (finish waits, and
+                    // on error the closure's caller waits before they drop).
+                    // `profile_ptr` is null or points at `profile`, alive here.
+                    check(unsafe {
+                        sys::cuzk_msm_accumulate(
+                            e.mem.device(),
+                            &plan,
+                            &input,
+                            scratch.as_mut_ptr().cast(),
+                            bytes,
+                            profile_ptr,
+                            e.stream.as_raw(),
+                        )
+                    })
+                };
+            accumulate(0, 0, &s0, &mut scratch)?;
+            if parts == 2 {
+                // Meanwhile the rest of the scalars go up on the copy stream.
+                // The buffer lives in `s1` (outside this closure) before any
+                // kernel can read it, so an error still waits before it drops.
+                let b =
+                    s1.insert(
+                        e.mem
+                            .alloc::<Fr>(n - n0, Strategy::Async, &e.copy_stream, None)?,
+                    );
+                e.copies2.upload(b, &scalars[n0..])?;
+                accumulate(1, n0, b, &mut scratch)?;
+            }
+            let count = if merged { 1 } else { plan.windows as usize };
+            let mut sums = vec![Xyzz::<P>::identity(); count];
+            // SAFETY: as above; `sums` holds `count` XYZZ points of P's
+            // layout (repr(C), 4 coordinates). The call waits for the stream.
+            check(unsafe {
+                sys::cuzk_msm_finish(
+                    e.mem.device(),
+                    &plan,
+                    scratch.as_mut_ptr().cast(),
+                    bytes,
+                    sums.as_mut_ptr().cast(),
+                    profile_ptr,
+                    e.stream.as_raw(),
+                )
+            })?;
+            Ok(sums)
+        })();
+        let sums = match sums {
+            Ok(s) => s,
+            Err(err) => {
+                // Kernels may still read the buffers: wait before they drop.
+                let _ = e.stream.synchronize();
+                return Err(err);
+            }
+        };
+        drop(s1);
+        if let Some(t) = &profile {
+            tracing::info!(
+                target: "cuzk_msm",
+                curve = P::NAME,
+                points = n,
+                window_bits = plan.window_bits,
+                precomputed = merged,
+                parts,
+                windows_per_batch = plan.windows_per_batch,
+                scratch_bytes = bytes,
+                digits_ms = t.digits_ms,
+                sort_ms = t.sort_ms,
+                level0_ms = t.level0_ms,
+                levels_ms = t.levels_ms,
+                reduce_ms = t.reduce_ms,
+                "msm profile"
+            );
+        }
+        for w in &sums {
+            if !w.is_consistent() {
+                return Err(Error::Internal(format!(
+                    "{} MSM of {n} points: the GPU returned an XYZZ point with zz^3 != zzz^2",
+                    P::NAME
+                )));
+            }
+        }
+        Ok(horner(&sums, plan.window_bits))
+    }
+}
+
+/// sum_w 2^(c w) sums[w] by Horner's rule.
+fn horner<P: MsmCurve>(sums: &[Xyzz<P>], c: u32) -> Projective<P> {
+    let mut acc = Projective::<P>::default();
+    for w in sums.iter().rev() {
+        for _ in 0..c {
+            acc.double_in_place();
+        }
+        acc += w.to_affine();
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_bls12_381::{g1, g2};
+    use ark_ec::{CurveGroup, PrimeGroup};
+
+    /// n points cycling through 4096 multiples of the generator (cheap in
+    /// a debug build), and scalars near r.
+    fn inputs<P: MsmCurve>(n: usize) -> (Vec<Affine<P>>, Vec<Fr>) {
+        let g = Projective::<P>::generator();
+        let mut acc = g;
+        let walk: Vec<Projective<P>> = (0..4096)
+            .map(|_| {
+                acc += g;
+                acc
+            })
+            .collect();
+        let base = Projective::normalize_batch(&walk);
+        let pts = (0..n).map(|i| base[(i * 7) % 4096]).collect();
+        let scalars = (0..n as u64)
+            .map(|i| -Fr::from(i * i + 7) * Fr::from(0x1234_5678_9abc_def1u64))
+            .collect();
+        (pts, scalars)
+    }
+
+    /// The GPU path through the plan-struct ABI against blst, with the
+    /// default configuration and others (window, batch, split, profile).
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn gpu_msm_equals_blst_under_every_config() {
+        let g = match GpuMsm::new(0) {
+            Ok(g) => g,
+            Err(e) if e.is_no_gpu() => {
+                eprintln!("SKIPPED: no GPU ({e})");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let d = MsmConfig::default();
+        let configs = [
+            d,
+            MsmConfig {
+                window_bits: Some(5),
+                ..d
+            },
+            MsmConfig {
+                windows_per_batch: Some(2),
+                ..d
+            },
+            MsmConfig { split: false, ..d },
+            MsmConfig { profile: true, ..d },
+        ];
+        for n in [0usize, 1, 1000, 5000] {
+            let (b, s) = inputs::<g1::Config>(n);
+            let want = crate::cpu::msm(&b, &s).unwrap().into_affine();
+            for c in configs {
+                let gc = g.clone().with_config(c).unwrap();
+                assert_eq!(
+                    gc.msm(&b, &s).unwrap().into_affine(),
+                    want,
+                    "G1 n = {n}, {c:?}"
+                );
+            }
+            let pre = g.upload_bases_precomputed(&b, Some(12)).unwrap();
+            assert_eq!(
+                pre.msm(&s).unwrap().into_affine(),
+                want,
+                "G1 precomputed n = {n}"
+            );
+            let (b, s) = inputs::<g2::Config>(n);
+            let want = crate::cpu::msm(&b, &s).unwrap().into_affine();
+            assert_eq!(g.msm(&b, &s).unwrap().into_affine(), want, "G2 n = {n}");
+        }
+        // Two parts: past 2^20 points.
+        let n = (1 << 20) + 3;
+        let (b, s) = inputs::<g1::Config>(n);
+        let want = crate::cpu::msm(&b, &s).unwrap().into_affine();
+        for c in [
+            d,
+            MsmConfig { profile: true, ..d },
+            MsmConfig { split: false, ..d },
+        ] {
+            let gc = g.clone().with_config(c).unwrap();
+            assert_eq!(
+                gc.msm(&b, &s).unwrap().into_affine(),
+                want,
+                "G1 n = {n}, {c:?}"
+            );
+        }
+    }
+}

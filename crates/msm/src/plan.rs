@@ -1,0 +1,396 @@
+//! The MSM plan (window, parts, device scratch layout): made by
+//! `cuzk_msm_plan_make` on a GPU, and mirrored here on the host so that the
+//! scratch can be estimated without one.
+
+use crate::config::{split, window_bits, MsmConfig};
+use crate::{sys, Error, MsmCurve, Result};
+
+/// What an MSM's plan is made for (the fields of `cuzk_msm_plan_request`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request {
+    pub(crate) curve: u32,
+    pub(crate) n: u64,
+    pub(crate) window_bits: u32,
+    /// 0: all windows at once.
+    pub(crate) windows_per_batch: u32,
+    pub(crate) precomputed: bool,
+    pub(crate) parts: u32,
+}
+
+impl Request {
+    fn to_sys(self) -> sys::cuzk_msm_plan_request {
+        sys::cuzk_msm_plan_request {
+            curve: self.curve,
+            window_bits: self.window_bits,
+            n: self.n,
+            windows_per_batch: self.windows_per_batch,
+            precomputed: u32::from(self.precomputed),
+            parts: self.parts,
+            reserved: 0,
+        }
+    }
+}
+
+fn check(s: sys::cuzk_status) -> Result<()> {
+    Error::from_status(s.code, s.cuda_error, &s.message)
+}
+
+/// The plan of `req` on `device`, from csrc/msm (exact: it asks CUB for its
+/// sort storage).
+pub(crate) fn make(device: i32, req: Request) -> Result<sys::cuzk_msm_plan> {
+    let mut plan = sys::cuzk_msm_plan::default();
+    // SAFETY: a request and an output struct, both valid for the call.
+    check(unsafe { sys::cuzk_msm_plan_make(device, &req.to_sys(), &mut plan) })?;
+    Ok(plan)
+}
+
+/// An upper bound on CUB's radix-sort storage for `items` pairs of 32-bit
+/// keys and values: the sort's alternate key and value buffers (8 bytes a
+/// pair), its per-tile look-back and histograms (under 8 bytes a pair), and
+/// 16 MiB for the fixed part.
+pub(crate) fn sort_bytes_bound(items: u64) -> u64 {
+    16 * items + (16 << 20)
+}
+
+fn align(x: u64) -> u64 {
+    (x + 255) & !255
+}
+
+/// The plan of `req` computed on the host, as `make_plan` in
+/// csrc/msm/plan.cuh does, with `sort_bytes(items)` for CUB's storage of a
+/// sort of `items` pairs (0 when there are no points). Same checks.
+pub(crate) fn layout(
+    req: Request,
+    sort_bytes: impl FnOnce(u64) -> u64,
+) -> Result<sys::cuzk_msm_plan> {
+    let c = req.window_bits;
+    let max_c = if req.precomputed {
+        sys::CUZK_MSM_MAX_PRECOMPUTED_WINDOW
+    } else {
+        sys::CUZK_MSM_MAX_WINDOW
+    };
+    if !(sys::CUZK_MSM_MIN_WINDOW..=max_c).contains(&c) {
+        return Err(Error::InvalidArgument(format!(
+            "cuzk_msm: window of {c} bits is outside {}..={max_c}",
+            sys::CUZK_MSM_MIN_WINDOW
+        )));
+    }
+    if req.parts != 1 && req.parts != 2 {
+        return Err(Error::InvalidArgument(format!(
+            "cuzk_msm: {} parts (give 1 or 2)",
+            req.parts
+        )));
+    }
+    let point_bytes: u64 = match req.curve {
+        sys::CUZK_MSM_G1 => 4 * 48,
+        sys::CUZK_MSM_G2 => 4 * 96,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "cuzk_msm: curve {other} is neither G1 (1) nor G2 (2)"
+            )))
+        }
+    };
+    let windows = 256u32.div_ceil(c);
+    let max_points = u64::from(sys::CUZK_MSM_MAX_POINTS);
+    let limit = if req.precomputed {
+        max_points / u64::from(windows)
+    } else {
+        max_points
+    };
+    let n = req.n;
+    if n > limit {
+        return Err(Error::InvalidArgument(format!(
+            "cuzk_msm: {n} points exceed the limit of {limit} a call; split the MSM and add \
+             the results"
+        )));
+    }
+    let half = 1u64 << (c - 1);
+    let wpb = req.windows_per_batch;
+    let batch = if req.precomputed || wpb == 0 || wpb > windows {
+        windows
+    } else {
+        wpb
+    };
+    let bucket_windows = if req.precomputed {
+        1
+    } else {
+        u64::from(windows)
+    };
+    let entries = n * u64::from(batch);
+    let sort_items = if req.precomputed { entries } else { n };
+    let l1 = 2 * entries.div_ceil(64);
+    let l2 = 2 * l1.div_ceil(16);
+    let mut s = sys::cuzk_msm_scratch_layout::default();
+    // Region 1: the unsorted pairs, later reused by the partial lists.
+    let pairs = align(entries * 4);
+    s.keys_in = 0;
+    s.vals_in = pairs;
+    s.list_a_keys = 0;
+    s.list_a_pts = align(l1 * 4);
+    s.list_b_keys = s.list_a_pts + align(l1 * point_bytes);
+    s.list_b_pts = s.list_b_keys + align(l2 * 4);
+    let lists_end = s.list_b_pts + align(l2 * point_bytes);
+    let mut at = (2 * pairs).max(lists_end);
+    s.keys_out = at;
+    s.vals_out = at + pairs;
+    at += 2 * pairs;
+    s.sort = at;
+    s.sort_bytes = if n > 0 { sort_bytes(sort_items) } else { 0 };
+    at += align(s.sort_bytes);
+    s.buckets = at;
+    s.bucket_bytes = align(bucket_windows * half * point_bytes);
+    at += u64::from(req.parts) * s.bucket_bytes;
+    // Bucket reduction: segments of 16 buckets (fewer when a window has
+    // fewer), at most 8 levels.
+    let seg = half.min(16);
+    let level0 = align(bucket_windows * (half / seg) * point_bytes);
+    s.segs = at;
+    s.segs2 = at + level0;
+    s.r0 = at + 2 * level0;
+    s.r1 = at + 3 * level0;
+    at += 4 * level0;
+    s.level_sums = at;
+    at += align(8 * bucket_windows * point_bytes);
+    s.window_sums = at;
+    at += align(bucket_windows * point_bytes);
+    s.total = at;
+    Ok(sys::cuzk_msm_plan {
+        curve: req.curve,
+        window_bits: c,
+        plan_n: n,
+        windows,
+        windows_per_batch: batch,
+        precomputed: u32::from(req.precomputed),
+        parts: req.parts,
+        scratch: s,
+    })
+}
+
+/// The request of a plain-base MSM of `n` points of curve `P` as a
+/// [`crate::GpuMsm`] with `config` starts it (before it takes fewer windows
+/// a batch to fit the memory budget).
+pub(crate) fn plain_request<P: MsmCurve>(n: usize, config: &MsmConfig) -> Request {
+    let (parts, _, plan_n) = split(n, config.split);
+    Request {
+        curve: P::CURVE,
+        n: plan_n as u64,
+        window_bits: config.window_bits.unwrap_or_else(|| window_bits(n)),
+        windows_per_batch: config.windows_per_batch.unwrap_or(0),
+        precomputed: false,
+        parts,
+    }
+}
+
+/// An upper bound on the device scratch (bytes) of one MSM of `n` points of
+/// curve `P` against plain bases, as a [`crate::GpuMsm`] with `config` runs
+/// it ([`crate::GpuMsm::msm`], [`crate::FixedBases::msm`] on bases uploaded
+/// by [`crate::GpuMsm::upload_bases`]): the layout of csrc/msm's plan
+/// (digit pairs, sort, partial lists, one bucket array a part, reduction
+/// buffers) with CUB's radix-sort storage bounded by 16 bytes a pair plus
+/// 16 MiB. Windows per batch as `config.windows_per_batch`, all W when
+/// `None` (the most memory; the engine takes fewer windows a batch when the
+/// budget is short). Host-only: needs no GPU and works in a CPU-only build.
+/// Not included: the bases (96 bytes a G1 point, 192 a G2 point) and the
+/// scalars (32 bytes each), also on the device during the MSM. 0 for n = 0.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `config.window_bits` is outside 2..=24,
+/// `config.windows_per_batch` is `Some(0)`, or a part passes 2^31 - 1
+/// points (the larger part: n, or n - n/8 when split).
+pub fn scratch_bytes_estimate<P: MsmCurve>(n: usize, config: &MsmConfig) -> Result<u64> {
+    config.check()?;
+    if n == 0 {
+        return Ok(0);
+    }
+    Ok(layout(plain_request::<P>(n, config), sort_bytes_bound)?
+        .scratch
+        .total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_bls12_381::{g1, g2};
+
+    /// Every request the GPU tests exercise, plain and precomputed.
+    fn requests() -> Vec<Request> {
+        let mut v = Vec::new();
+        for curve in [sys::CUZK_MSM_G1, sys::CUZK_MSM_G2] {
+            for n in [0u64, 1, 5, 127, 1 << 10, 1 << 16, (1 << 20) + 3] {
+                for c in [2u32, 4, 7, 13, 16] {
+                    for wpb in [0u32, 1, 3, 40] {
+                        for parts in [1u32, 2] {
+                            v.push(Request {
+                                curve,
+                                n,
+                                window_bits: c,
+                                windows_per_batch: wpb,
+                                precomputed: false,
+                                parts,
+                            });
+                        }
+                    }
+                    v.push(Request {
+                        curve,
+                        n,
+                        window_bits: c + 8,
+                        windows_per_batch: 0,
+                        precomputed: true,
+                        parts: 1 + (n as u32 & 1),
+                    });
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn host_layout_is_ordered_and_aligned() {
+        for req in requests() {
+            let p = layout(req, sort_bytes_bound).unwrap();
+            let s = p.scratch;
+            for off in [
+                s.keys_in,
+                s.vals_in,
+                s.keys_out,
+                s.vals_out,
+                s.list_a_keys,
+                s.list_a_pts,
+                s.list_b_keys,
+                s.list_b_pts,
+                s.sort,
+                s.buckets,
+                s.segs,
+                s.segs2,
+                s.r0,
+                s.r1,
+                s.level_sums,
+                s.window_sums,
+                s.total,
+            ] {
+                assert_eq!(off % 256, 0, "{req:?}");
+            }
+            assert!(s.keys_out >= s.vals_in + (s.vals_in - s.keys_in), "{req:?}");
+            assert!(s.keys_out >= s.list_b_pts, "{req:?}");
+            assert!(
+                s.sort >= s.vals_out && s.buckets >= s.sort + s.sort_bytes,
+                "{req:?}"
+            );
+            assert!(
+                s.segs >= s.buckets + u64::from(p.parts) * s.bucket_bytes,
+                "{req:?}"
+            );
+            assert!(s.total > s.window_sums, "{req:?}");
+        }
+    }
+
+    #[test]
+    fn host_layout_checks_like_the_plan() {
+        let ok = Request {
+            curve: sys::CUZK_MSM_G1,
+            n: 10,
+            window_bits: 8,
+            windows_per_batch: 0,
+            precomputed: false,
+            parts: 1,
+        };
+        assert!(layout(ok, sort_bytes_bound).is_ok());
+        for bad in [
+            Request { curve: 3, ..ok },
+            Request {
+                window_bits: 1,
+                ..ok
+            },
+            Request {
+                window_bits: 25,
+                ..ok
+            },
+            Request { parts: 3, ..ok },
+            Request { n: 1 << 31, ..ok },
+            Request {
+                n: 1 << 30,
+                window_bits: 16,
+                precomputed: true,
+                ..ok
+            },
+        ] {
+            assert!(
+                matches!(
+                    layout(bad, sort_bytes_bound),
+                    Err(Error::InvalidArgument(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(layout(
+            Request {
+                window_bits: 26,
+                precomputed: true,
+                ..ok
+            },
+            sort_bytes_bound
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn estimate_follows_the_config() {
+        let d = MsmConfig::default();
+        assert_eq!(scratch_bytes_estimate::<g1::Config>(0, &d).unwrap(), 0);
+        let g1 = scratch_bytes_estimate::<g1::Config>(1 << 16, &d).unwrap();
+        let g2 = scratch_bytes_estimate::<g2::Config>(1 << 16, &d).unwrap();
+        assert!(g2 > g1);
+        // Fewer windows a batch, less scratch.
+        let one = MsmConfig {
+            windows_per_batch: Some(1),
+            ..d
+        };
+        assert!(scratch_bytes_estimate::<g1::Config>(1 << 16, &one).unwrap() < g1);
+        // Two parts (from 2^20 points): a second bucket array, smaller pair
+        // arrays.
+        let n = 1 << 20;
+        let split = scratch_bytes_estimate::<g1::Config>(n, &d).unwrap();
+        let whole =
+            scratch_bytes_estimate::<g1::Config>(n, &MsmConfig { split: false, ..d }).unwrap();
+        assert_ne!(split, whole);
+        // An invalid configuration is an error.
+        let bad = MsmConfig {
+            window_bits: Some(30),
+            ..d
+        };
+        assert!(scratch_bytes_estimate::<g1::Config>(10, &bad).is_err());
+        let whole = MsmConfig { split: false, ..d };
+        assert!(scratch_bytes_estimate::<g1::Config>(1 << 31, &whole).is_err());
+    }
+
+    /// In a CUDA build with a GPU: the host layout, given CUB's storage as
+    /// the plan reports it, is the plan; the bound covers CUB's storage.
+    #[test]
+    #[ignore = "needs a GPU"]
+    fn host_layout_equals_the_gpu_plan() {
+        for req in requests() {
+            let gpu = match make(0, req) {
+                Ok(p) => p,
+                Err(e) if e.is_no_gpu() => {
+                    eprintln!("SKIPPED: no GPU ({e})");
+                    return;
+                }
+                Err(e) => panic!("{req:?}: {e}"),
+            };
+            let sort = gpu.scratch.sort_bytes;
+            let host = layout(req, |_| sort).unwrap();
+            assert_eq!(format!("{host:?}"), format!("{gpu:?}"), "{req:?}");
+            let items = if req.precomputed {
+                req.n * u64::from(gpu.windows)
+            } else {
+                req.n
+            };
+            assert!(
+                sort <= sort_bytes_bound(items),
+                "{req:?}: CUB takes {sort} bytes"
+            );
+            let bound = layout(req, sort_bytes_bound).unwrap();
+            assert!(bound.scratch.total >= gpu.scratch.total, "{req:?}");
+        }
+    }
+}
