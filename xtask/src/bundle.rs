@@ -176,7 +176,15 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
     )?;
     // The prover's example (a real circuit, proved and verified).
     let examples = build_executables(
-        &["build", "-p", "cuzk-prover", "--example", "prove", "--features", "cuzk-prover/test-utils"],
+        &[
+            "build",
+            "-p",
+            "cuzk-prover",
+            "--example",
+            "prove",
+            "--features",
+            "cuzk-prover/test-utils",
+        ],
         &nvcc,
         &args.archs,
     )?;

@@ -1,6 +1,8 @@
 //! The device memory one proof's GPU stage claims ([`crate::Prover::working_set_bytes`]).
 
 use crate::ProvingKey;
+use ark_bls12_381::{g1, g2};
+use cuzk_msm::{MsmConfig, MsmCurve};
 
 /// Largest twiddle table of one NTT pass a prover's NTT engine keeps, in
 /// bytes: 64 MiB, so that at 2^27 only the second pass boundary gets one
@@ -9,11 +11,6 @@ use crate::ProvingKey;
 /// percent of a proof faster for gigabytes more in every worker's working
 /// set (cuzk-ntt's default, at least 2 GiB, suits a lone transform).
 pub(crate) const PROVER_FULL_TWIDDLE_MAX_BYTES: u64 = 64 << 20;
-
-/// Bytes of a G1 point in XYZZ coordinates (four base-field elements).
-const G1_XYZZ_BYTES: u64 = 4 * 48;
-/// Bytes of a G2 point in XYZZ coordinates (four elements of Fp2).
-const G2_XYZZ_BYTES: u64 = 4 * 96;
 
 /// Bytes of a scalar of Fr on the device.
 const SCALAR_BYTES: u64 = 32;
@@ -32,45 +29,26 @@ pub(crate) fn working_set_bytes(pk: &ProvingKey, full_twiddle_bytes: u64) -> u64
     let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
     let h_stage = 4 * n * SCALAR_BYTES + 6 * table * SCALAR_BYTES + full_twiddle_bytes;
     let vars = pk.a_query.len().saturating_sub(1) as u64;
-    let msm = |m: u64, xyzz: u64| m * SCALAR_BYTES + msm_scratch_bytes(m, xyzz);
+    let g1_msm = |m: u64| (m * SCALAR_BYTES).saturating_add(msm_scratch_bytes::<g1::Config>(m));
+    let g2_msm = |m: u64| (m * SCALAR_BYTES).saturating_add(msm_scratch_bytes::<g2::Config>(m));
     let msm_stage = [
-        msm(vars, G1_XYZZ_BYTES),
-        msm(vars, G2_XYZZ_BYTES),
-        msm(pk.h_query.len() as u64, G1_XYZZ_BYTES),
-        msm(pk.l_query.len() as u64, G1_XYZZ_BYTES),
+        g1_msm(vars),
+        g2_msm(vars),
+        g1_msm(pk.h_query.len() as u64),
+        g1_msm(pk.l_query.len() as u64),
     ]
     .into_iter()
     .max()
     .unwrap_or(0);
-    h_stage + msm_stage
+    h_stage.saturating_add(msm_stage)
 }
 
-/// Device scratch, in bytes, of an MSM of `n` points whose bucket points
-/// take `xyzz` bytes: the one place the prover asks for it (to be answered
-/// by cuzk-msm's own estimate beside its plan).
-fn msm_scratch_bytes(n: u64, xyzz: u64) -> u64 {
-    msm_scratch_estimate(n, xyzz)
-}
-
-/// An over-estimate of `cuzk_msm`'s device scratch for an MSM of `n` points
-/// whose bucket points take `xyzz` bytes, every window sorted at once:
-/// follows the plan of `csrc/msm` (sort pairs twice, the partial lists,
-/// buckets, bucket segments and the tree sum's first level, each counted as
-/// large as the buckets) with CUB's sort storage bounded by `16 n + 16 MiB`.
-fn msm_scratch_estimate(n: u64, xyzz: u64) -> u64 {
-    if n == 0 {
-        return 0;
-    }
-    let align = |x: u64| (x + 255) & !255;
-    let c = u64::from(cuzk_msm::window_bits(n as usize).max(2));
-    let windows = 256u64.div_ceil(c);
-    let half = 1u64 << (c - 1);
-    let entries = n * windows;
-    let pairs = align(entries * 4);
-    let l1 = 2 * entries.div_ceil(64);
-    let l2 = 2 * l1.div_ceil(16);
-    let lists = align(l1 * 4) + align(l1 * xyzz) + align(l2 * 4) + align(l2 * xyzz);
-    let cub = 16 * n + (16 << 20);
-    let buckets = align(windows * half * xyzz);
-    (2 * pairs).max(lists) + 2 * pairs + cub + 3 * buckets
+/// Device scratch, in bytes, of an MSM of `n` points of curve `P` as the
+/// prover's MSM engine runs it (default [`cuzk_msm::MsmConfig`]: every
+/// window sorted at once, the most memory): cuzk-msm's own upper bound
+/// beside its plan. A size the plan refuses counts as unbounded, so the
+/// proof is refused admission rather than started.
+fn msm_scratch_bytes<P: MsmCurve>(n: u64) -> u64 {
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    cuzk_msm::scratch_bytes_estimate::<P>(n, &MsmConfig::default()).unwrap_or(u64::MAX)
 }

@@ -190,9 +190,7 @@ impl Prover {
     ///   inverse; kept by the engine after the first proof);
     /// - plus the largest MSM of the key (A, B in G1 and G2, H, L, taken
     ///   uncompacted): its scalars and its scratch with every window sorted
-    ///   at once, after `cuzk_msm`'s plan (window of
-    ///   `cuzk_msm::window_bits(n)` bits; CUB's sort storage bounded by 16
-    ///   bytes a point plus 16 MiB).
+    ///   at once, as [`cuzk_msm::scratch_bytes_estimate`] bounds it.
     ///
     /// The two stages do not overlap (the H buffers are freed before the
     /// MSMs); adding them is the over-estimate. Workers reserve this much

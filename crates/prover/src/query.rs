@@ -104,8 +104,7 @@ impl<P: MsmCurve> Query<P> {
             None => (&bases[..scalars.len().min(bases.len())], scalars),
         };
         match &self.gpu {
-            Some(g) if s.len() == g.len() => g.msm(s),
-            Some(g) => g.msm_prefix(&s[..s.len().min(g.len())]),
+            Some(g) => g.msm(&s[..s.len().min(g.len())]),
             None => cuzk_msm::cpu::msm(b, &s[..b.len()]),
         }
     }
