@@ -41,6 +41,7 @@ pub use fixed::FixedBases;
 pub use plan::scratch_bytes_estimate;
 
 mod sealed {
+    /// Seals [`super::MsmCurve`]: only G1 and G2 of BLS12-381 implement it.
     pub trait Sealed {}
     impl Sealed for ark_bls12_381::g1::Config {}
     impl Sealed for ark_bls12_381::g2::Config {}
