@@ -121,7 +121,7 @@ if [ "${1:-}" = "--criterion" ]; then
     shift
     export CRITERION_HOME="${CRITERION_HOME:-$PWD/criterion}"
     for b in benches/msm benches/ntt; do
-        if [ -x "$b" ]; then "$b" --bench; fi
+        if [ -x "$b" ]; then "$b" --bench || exit $?; fi
     done
     exec ./bin/cuzk-bench --check-criterion "$CRITERION_HOME" "$@"
 fi

@@ -67,7 +67,7 @@ fn files(dir: &str, exts: &[&str]) -> Vec<PathBuf> {
 }
 
 /// The library sources: `crates/*/src` (not `crates/build`, a build-script
-/// helper) and `csrc` (not `csrc/tests`, measurement programs).
+/// helper) and `csrc`.
 fn library_sources() -> Vec<PathBuf> {
     let mut out = Vec::new();
     for krate in std::fs::read_dir(root().join("crates"))
@@ -81,11 +81,7 @@ fn library_sources() -> Vec<PathBuf> {
         let src = format!("crates/{}/src", krate.file_name().to_string_lossy());
         out.extend(files(&src, &["rs"]));
     }
-    out.extend(
-        files("csrc", &C_EXTS)
-            .into_iter()
-            .filter(|p| !rel(p).starts_with("csrc/tests/")),
-    );
+    out.extend(files("csrc", &C_EXTS).into_iter());
     out.sort();
     out
 }
@@ -498,10 +494,7 @@ fn no_work_log_entries_in_comments() {
 fn no_developer_switches_in_csrc() {
     check(
         "developer switches",
-        &files("csrc", &C_EXTS)
-            .into_iter()
-            .filter(|p| !rel(p).starts_with("csrc/tests/"))
-            .collect::<Vec<_>>(),
+        &files("csrc", &C_EXTS).into_iter().collect::<Vec<_>>(),
         dev_switches,
     );
 }

@@ -23,7 +23,7 @@ pub struct MsmConfig {
     /// Time each phase of every MSM (digits, sort, first and later
     /// accumulation levels, reduction) with CUDA events and emit them as a
     /// `tracing` event (target `cuzk_msm`, level INFO, fields in
-    /// milliseconds). Default `false`: every phase then waits for the
+    /// milliseconds). Default `false`. When on, every phase waits for the
     /// previous one, which serializes the two parts' copies and kernels.
     pub profile: bool,
 }

@@ -371,11 +371,7 @@ mod tests {
         for req in requests() {
             let gpu = match make(0, req) {
                 Ok(p) => p,
-                Err(e) if e.is_no_gpu() => {
-                    eprintln!("SKIPPED: no GPU ({e})");
-                    return;
-                }
-                Err(e) => panic!("{req:?}: {e}"),
+                Err(e) => panic!("{req:?}: {e} (this test needs a GPU)"),
             };
             let sort = gpu.scratch.sort_bytes;
             let host = layout(req, |_| sort).unwrap();
