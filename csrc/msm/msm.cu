@@ -78,6 +78,9 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
         if (input->part >= p.parts)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_accumulate: part %u of %u", input->part, p.parts);
+        if (input->reserved != 0)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_accumulate: reserved = %u (give 0)", input->reserved);
         if (n > 0 && (input->bases == nullptr || input->scalars == nullptr))
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_accumulate: null device pointer");

@@ -3,12 +3,28 @@
 //! (`--inject-mismatch field`) exits non-zero, after writing a report whose
 //! verdict is `fail`.
 
+use std::path::PathBuf;
 use std::process::Command;
+
+/// The bench executable: cargo's build of it, or, in a bundle made by
+/// `cargo xtask bundle` (tests/ beside bin/), the bundle's own.
+fn bench_exe() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_cuzk-bench"));
+    if built.exists() {
+        return built;
+    }
+    let me = std::env::current_exe().expect("the test's own path");
+    me.parent()
+        .and_then(|tests| tests.parent())
+        .map(|bundle| bundle.join("bin/cuzk-bench"))
+        .filter(|p| p.exists())
+        .unwrap_or(built)
+}
 
 #[test]
 fn an_injected_mismatch_fails_the_run_and_is_reported() {
     let out = std::env::temp_dir().join(format!("cuzk-bench-mismatch-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_cuzk-bench"))
+    let run = Command::new(bench_exe())
         .args(["--smoke", "--only", "field", "--inject-mismatch", "field"])
         .args(["--seed", "12345", "--out"])
         .arg(&out)

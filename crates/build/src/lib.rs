@@ -379,11 +379,26 @@ fn cache_key(
         "CXXFLAGS",
         "NVCC_FLAGS",
         "NVCC_APPEND_FLAGS",
+        "NVCC_PREPEND_FLAGS",
+        "NVCC_CCBIN",
+        "HOST_CXXFLAGS",
+        "TARGET_CXXFLAGS",
     ] {
         // cc asks for re-runs on these itself, but only when it runs.
         println!("cargo:rerun-if-env-changed={var}");
         (var, env::var_os(var)).hash(&mut h);
     }
+    // The host compiler nvcc drives: its identity, so that an upgrade or a
+    // PATH change is a miss rather than a stale hit.
+    let cxx = env::var_os("NVCC_CCBIN")
+        .or_else(|| env::var_os("CXX"))
+        .unwrap_or_else(|| "c++".into());
+    Command::new(&cxx)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| o.stdout)
+        .hash(&mut h);
     let mut dirs: Vec<PathBuf> = includes.to_vec();
     dirs.extend(
         sources
