@@ -81,7 +81,7 @@ fn library_sources() -> Vec<PathBuf> {
         let src = format!("crates/{}/src", krate.file_name().to_string_lossy());
         out.extend(files(&src, &["rs"]));
     }
-    out.extend(files("csrc", &C_EXTS).into_iter());
+    out.extend(files("csrc", &C_EXTS));
     out.sort();
     out
 }
