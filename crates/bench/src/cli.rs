@@ -89,6 +89,26 @@ impl Run {
         r.set_stream(stream);
         r
     }
+
+    /// `n` uniformly random elements of Fr from stream `stream` of the run's
+    /// seed, drawn on all cores: chunk `i` (2^16 elements) reads its own
+    /// stretch of that ChaCha20 key stream, from word `i * 2^40` on, so the
+    /// values depend on the seed, the stream and `n` only. Use a stream that
+    /// nothing else draws from.
+    pub(crate) fn random_fr(&self, stream: u64, n: usize) -> Vec<cuzk_field::Fr> {
+        use ark_ff::{UniformRand, Zero};
+        use rayon::prelude::*;
+        const CHUNK: usize = 1 << 16;
+        let mut out = vec![cuzk_field::Fr::zero(); n];
+        out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, c)| {
+            let mut r = self.rng(stream);
+            r.set_word_pos((i as u128) << 40);
+            for x in c {
+                *x = cuzk_field::Fr::rand(&mut r);
+            }
+        });
+        out
+    }
 }
 
 impl Args {
