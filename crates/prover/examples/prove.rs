@@ -1,16 +1,18 @@
 //! Proves a real or a synthetic circuit with cuzk-prover and prints the stage times.
 //!
-//! Needs the `test-utils` feature (the synthetic circuit and key):
+//! Needs the `test-utils` (the synthetic circuit and key) and `circuits`
+//! (the SHA-256 chain) features:
 //!
 //! ```text
-//! cargo run --release -p cuzk-prover --features test-utils --example prove -- --circuit sha256 --log-constraints 16
-//! cargo run --release -p cuzk-prover --features test-utils --example prove -- --circuit synthetic --log-constraints 24
+//! cargo run --release -p cuzk-prover --features test-utils,circuits --example prove -- --circuit sha256 --log-constraints 16
+//! cargo run --release -p cuzk-prover --features test-utils,circuits --example prove -- --circuit synthetic --log-constraints 24
 //! ```
 //!
-//! - `sha256`: a chain of SHA-256 hashes of 32 bytes (one compression each,
-//!   ark-crypto-primitives' R1CS gadget), as many as fit 2^k constraints;
-//!   the final digest is public. Setup by ark-groth16 (the key is cached
-//!   under `target/cuzk-keys/`); each proof is verified by ark-groth16.
+//! - `sha256`: `cuzk_prover::circuits::Sha256Chain`, a chain of SHA-256
+//!   hashes of 32 bytes (one compression each, ark-crypto-primitives' R1CS
+//!   gadget), as many as fit 2^k constraints; the final digest is public.
+//!   Setup by ark-groth16 (the key is cached under `target/cuzk-keys/`);
+//!   each proof is verified by ark-groth16.
 //! - `synthetic`: a random R1CS filling 2^k (matrices built directly) and a
 //!   key of random points (fast setup): proofs are timed, not verified.
 //!
@@ -23,23 +25,17 @@
 //! prints the device of each proof:
 //!
 //! ```text
-//! cargo run --release -p cuzk-prover --features test-utils --example prove -- --circuit sha256 --log-constraints 18 \
+//! cargo run --release -p cuzk-prover --features test-utils,circuits --example prove -- --circuit sha256 --log-constraints 18 \
 //!     --batch --proofs 8 --devices 2 --workers 2
 //! ```
 
 use anyhow::{bail, Context, Result};
 use ark_bls12_381::{Bls12_381, Fr};
-use ark_crypto_primitives::crh::sha256::{constraints::Sha256Gadget, Sha256};
-use ark_crypto_primitives::crh::CRHScheme;
-use ark_ff::{ToConstraintField, UniformRand};
+use ark_ff::UniformRand;
 use ark_groth16::Groth16;
-use ark_r1cs_std::{eq::EqGadget, uint8::UInt8};
-use ark_relations::gr1cs::{
-    ConstraintSynthesizer, ConstraintSystem, ConstraintSystemRef, OptimizationGoal, SynthesisError,
-    SynthesisMode,
-};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use clap::{Parser, ValueEnum};
+use cuzk_prover::circuits::Sha256Chain;
 use cuzk_prover::synthetic::{random_key_for, RandomCircuit};
 use cuzk_prover::{
     synthesize, BatchOptions, CircuitJob, MultiGpuProver, ProofJob, ProofTimings, Prover,
@@ -102,51 +98,6 @@ struct Args {
 impl Args {
     fn multi(&self) -> bool {
         self.batch && !self.cpu && (self.devices > 1 || self.workers > 1)
-    }
-}
-
-/// `rounds` SHA-256 hashes chained from a 32-byte secret preimage; the final
-/// digest is the public input (packed into field elements).
-#[derive(Clone)]
-struct Sha256Chain {
-    preimage: [u8; 32],
-    rounds: usize,
-}
-
-impl Sha256Chain {
-    fn digest(&self) -> Vec<u8> {
-        let mut cur = self.preimage.to_vec();
-        for _ in 0..self.rounds {
-            cur = Sha256::evaluate(&(), cur.as_slice()).expect("sha256");
-        }
-        cur
-    }
-
-    fn public_inputs(&self) -> Vec<Fr> {
-        ToConstraintField::<Fr>::to_field_elements(self.digest().as_slice()).expect("packing")
-    }
-
-    /// Constraints of the circuit, counted by a setup-mode synthesis.
-    fn count(&self) -> Result<(usize, usize)> {
-        let cs = ConstraintSystem::<Fr>::new_ref();
-        cs.set_optimization_goal(OptimizationGoal::Constraints);
-        cs.set_mode(SynthesisMode::Setup);
-        self.clone().generate_constraints(cs.clone())?;
-        cs.finalize();
-        Ok((cs.num_constraints(), cs.num_instance_variables()))
-    }
-}
-
-impl ConstraintSynthesizer<Fr> for Sha256Chain {
-    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
-        let expected = self.digest();
-        let mut cur = UInt8::new_witness_vec(cs.clone(), &self.preimage)?;
-        for _ in 0..self.rounds {
-            cur = Sha256Gadget::digest(&cur)?.0;
-        }
-        let out = UInt8::new_input_vec(cs, &expected)?;
-        cur.enforce_equal(&out)?;
-        Ok(())
     }
 }
 
@@ -271,36 +222,17 @@ fn multi_batch(
 
 fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let k = args.log_constraints;
-    let target = 1usize << k;
     let mut preimage = [0u8; 32];
     rng.fill_bytes(&mut preimage);
-    let one = Sha256Chain {
-        preimage,
-        rounds: 1,
-    }
-    .count()?;
-    let two = Sha256Chain {
-        preimage,
-        rounds: 2,
-    }
-    .count()?;
-    let per = two.0 - one.0;
-    let base = one.0 - per;
-    let inputs = one.1;
-    if base + per + inputs > target {
-        bail!(
-            "one SHA-256 compression needs {} constraints: use --log-constraints {} or more",
-            base + per + inputs,
-            (base + per + inputs).next_power_of_two().trailing_zeros()
-        );
-    }
-    let rounds = (target - base - inputs) / per;
-    let circuit = Sha256Chain { preimage, rounds };
+    let fit = Sha256Chain::rounds_for_log_constraints(k).context("--log-constraints")?;
+    let rounds = fit.rounds;
+    let circuit = Sha256Chain::new(preimage, rounds);
     println!(
-        "circuit: sha256 chain of {rounds} compressions, {} constraints ({per} a compression), \
+        "circuit: sha256 chain of {rounds} compressions, {} constraints ({} a compression), \
          {} public inputs, domain 2^{k}",
-        base + rounds * per,
-        inputs - 1
+        fit.num_constraints,
+        fit.constraints_per_compression,
+        fit.num_instance_variables - 1
     );
     let path = keys_dir(args).join(format!("sha256-chain-{rounds}.pk"));
     let pk = load_or_setup(&path, || {
@@ -320,7 +252,7 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
             .map(|_| {
                 let mut preimage = [0u8; 32];
                 rng.fill_bytes(&mut preimage);
-                synthesize(Sha256Chain { preimage, rounds }, args.check_witness)
+                synthesize(Sha256Chain::new(preimage, rounds), args.check_witness)
             })
             .collect::<cuzk_prover::Result<Vec<_>>>()?;
         println!(
@@ -347,7 +279,7 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
             .map(|_| {
                 let mut preimage = [0u8; 32];
                 rng.fill_bytes(&mut preimage);
-                Sha256Chain { preimage, rounds }
+                Sha256Chain::new(preimage, rounds)
             })
             .collect();
         let batch: Vec<CircuitJob<Sha256Chain>> = parts

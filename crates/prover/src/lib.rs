@@ -52,14 +52,23 @@
 //! - `cuda`: require CUDA (a missing nvcc is a build error).
 //! - `test-utils` (off by default): the `synthetic` module, random
 //!   circuits and random-point keys for tests and benchmarks.
+//! - `circuits` (off by default): the `circuits` module, real circuits for
+//!   examples, tests and benchmarks (a chain of SHA-256 compressions);
+//!   adds ark-crypto-primitives and ark-r1cs-std.
+//!
+//! Always built: [`r1cs_file`], a versioned, checksummed file format for
+//! a circuit's R1CS matrices, written and read as a stream.
 
 mod batch;
+#[cfg(feature = "circuits")]
+pub mod circuits;
 mod memory;
 mod multi;
 mod prover;
 mod qap;
 mod query;
 mod r1cs;
+pub mod r1cs_file;
 #[cfg(feature = "test-utils")]
 pub mod synthetic;
 mod timings;
@@ -68,7 +77,7 @@ pub use batch::{BatchJob, BatchOptions, CircuitJob};
 pub use cuzk_field::{Backend, Error, Fr, Result};
 pub use multi::{MultiGpuProver, MultiProof, DEFAULT_GPU_WORKERS_PER_DEVICE};
 pub use prover::Prover;
-pub use r1cs::{synthesize, ConstraintMatrices, ProofJob, Synthesized};
+pub use r1cs::{synthesize, ConstraintMatrices, ProofJob, Synthesized, WitnessShape};
 pub use timings::ProofTimings;
 
 use ark_bls12_381::Bls12_381;

@@ -345,6 +345,26 @@ impl MultiGpuProver {
             .map(|l| (l.gate.peak_claimed_bytes() / l.ticket) as usize)
     }
 
+    /// One proof on lane `lane` (the device `devices()[lane]`), for callers
+    /// that run their own workers (a proving service): the CPU stage, then
+    /// the GPU stage once the lane's admission gate lets it in. At most
+    /// `workers_per_device` callers a lane should call it at once; more
+    /// only wait longer at the gate.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `lane` is past the last lane; else as
+    /// [`Prover::prove_job`], plus [`Error::OutOfMemory`] when the admission
+    /// wait times out.
+    pub fn prove_on(&self, lane: usize, job: &ProofJob<'_>) -> Result<MultiProof> {
+        let l = self.lanes.get(lane).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "lane {lane} of a prover with {} lanes",
+                self.lanes.len()
+            ))
+        })?;
+        l.prove(job, self.timeout)
+    }
+
     /// Proofs of several partitions against the key: partition i on lane
     /// `assignment[i]` (the device `devices()[assignment[i]]`; default:
     /// round-robin, i modulo the number of devices), each device's

@@ -2,10 +2,12 @@
 
 use crate::timings::ms;
 use crate::{Error, Fr, Result};
+use ark_ff::{One, Zero};
 use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisMode,
     R1CS_PREDICATE_LABEL,
 };
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// The R1CS matrices of a circuit: one row per constraint, each row a list
@@ -90,6 +92,13 @@ impl Synthesized {
         self.full_assignment.get(1..self.num_inputs).unwrap_or(&[])
     }
 
+    /// How the witness part of the full assignment (indices `num_inputs..`)
+    /// splits into zeros, ones and other values; all zero counts when
+    /// `num_inputs` is past the assignment.
+    pub fn witness_shape(&self) -> WitnessShape {
+        WitnessShape::of(self.full_assignment.get(self.num_inputs..).unwrap_or(&[]))
+    }
+
     /// A proof job for this witness with randomness `r` and `s`.
     pub fn job(&self, r: Fr, s: Fr) -> ProofJob<'_> {
         ProofJob {
@@ -98,6 +107,57 @@ impl Synthesized {
             num_inputs: self.num_inputs,
             r,
             s,
+        }
+    }
+}
+
+/// Counts of zeros, ones and other values among field elements (a
+/// witness): the MSMs of a proof skip zeros and add ones without a scalar
+/// multiplication, so this shape, not only the size, sets their cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WitnessShape {
+    /// Values equal to 0.
+    pub zeros: usize,
+    /// Values equal to 1.
+    pub ones: usize,
+    /// Every other value.
+    pub other: usize,
+}
+
+impl WitnessShape {
+    /// The shape of `values` (counted in parallel).
+    pub fn of(values: &[Fr]) -> Self {
+        values
+            .par_iter()
+            .with_min_len(1 << 14)
+            .fold(WitnessShape::default, |mut s, v| {
+                if v.is_zero() {
+                    s.zeros += 1;
+                } else if v.is_one() {
+                    s.ones += 1;
+                } else {
+                    s.other += 1;
+                }
+                s
+            })
+            .reduce(WitnessShape::default, |a, b| WitnessShape {
+                zeros: a.zeros + b.zeros,
+                ones: a.ones + b.ones,
+                other: a.other + b.other,
+            })
+    }
+
+    /// Values counted: `zeros + ones + other`.
+    pub fn total(&self) -> usize {
+        self.zeros + self.ones + self.other
+    }
+
+    /// The fraction of values that are 0 or 1, in `[0, 1]`; 0 when there
+    /// are none.
+    pub fn fraction_zero_one(&self) -> f64 {
+        match self.total() {
+            0 => 0.0,
+            n => (self.zeros + self.ones) as f64 / n as f64,
         }
     }
 }
@@ -173,4 +233,58 @@ pub struct ProofJob<'a> {
     pub r: Fr,
     /// Groth16's randomness s.
     pub s: Fr,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ff::UniformRand;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// Counts over a seeded mix of 0, 1 and random values, tallied as the
+    /// values are drawn; the instance part (0s and 1s too) is not counted.
+    #[test]
+    fn witness_shape_counts_the_witness_part() {
+        let mut rng = ChaCha20Rng::seed_from_u64(0x5a11);
+        let num_inputs = 5;
+        let mut z = vec![Fr::one(), Fr::zero(), Fr::zero(), Fr::one(), Fr::from(7u64)];
+        let mut want = WitnessShape::default();
+        for _ in 0..50_000 {
+            match rng.gen_range(0..3) {
+                0 => {
+                    z.push(Fr::zero());
+                    want.zeros += 1;
+                }
+                1 => {
+                    z.push(Fr::one());
+                    want.ones += 1;
+                }
+                // A uniform element is 0 or 1 with probability 2^-254.
+                _ => {
+                    z.push(Fr::rand(&mut rng));
+                    want.other += 1;
+                }
+            }
+        }
+        let w = Synthesized {
+            matrices: ConstraintMatrices::default(),
+            full_assignment: z,
+            num_inputs,
+            synthesis_ms: 0.0,
+        };
+        let got = w.witness_shape();
+        assert_eq!(got, want);
+        assert_eq!(got.total(), 50_000);
+        let frac = (want.zeros + want.ones) as f64 / 50_000.0;
+        assert_eq!(got.fraction_zero_one(), frac);
+        assert!(frac > 0.6 && frac < 0.73, "{frac}");
+
+        let empty = Synthesized {
+            num_inputs: 60_000,
+            ..w
+        };
+        assert_eq!(empty.witness_shape(), WitnessShape::default());
+        assert_eq!(empty.witness_shape().fraction_zero_one(), 0.0);
+    }
 }

@@ -1,0 +1,100 @@
+//! `cuzk-daemon`: the proving service. With no arguments it serves on
+//! 127.0.0.1:9820 with a SQLite job store and circuits under ./cuzk-data;
+//! `--config FILE` reads a TOML file (see `cuzk_daemon::Config`), and
+//! flags override it. SIGTERM or Ctrl-C stop it after the running proofs.
+
+use clap::Parser;
+use cuzk_daemon::{service, Config, Engine};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(version, about = "cuzk proving service (gRPC, durable jobs, GPUs)")]
+struct Args {
+    /// A TOML configuration file.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// gRPC listen address (host:port or unix:/path.sock).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Prometheus endpoint (host:port, served at /metrics).
+    #[arg(long)]
+    metrics_listen: Option<String>,
+    /// Data directory (SQLite store, payloads, default key directory).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Job store URL: sqlite://PATH or postgres://USER:PASS@HOST/DB.
+    #[arg(long)]
+    database_url: Option<String>,
+    /// A directory of circuits (repeatable).
+    #[arg(long = "key-dir")]
+    key_dirs: Vec<PathBuf>,
+    /// CUDA ordinals, comma-separated; `cpu` for the CPU path.
+    #[arg(long)]
+    devices: Option<String>,
+    /// Worker threads a GPU.
+    #[arg(long)]
+    gpu_workers_per_device: Option<usize>,
+    /// Host memory for loaded keys, bytes.
+    #[arg(long)]
+    key_host_budget_bytes: Option<u64>,
+}
+
+fn config(a: Args) -> anyhow::Result<Config> {
+    let mut c = match &a.config {
+        Some(p) => Config::from_file(p)?,
+        None => Config::default(),
+    };
+    if let Some(v) = a.listen {
+        c.listen = v;
+    }
+    if let Some(v) = a.metrics_listen {
+        c.metrics_listen = v;
+    }
+    if let Some(v) = a.data_dir {
+        c.data_dir = v;
+    }
+    if let Some(v) = a.database_url {
+        c.database_url = v;
+    }
+    if !a.key_dirs.is_empty() {
+        c.key_dirs = a.key_dirs;
+    }
+    if let Some(v) = a.devices {
+        c.devices = Some(if v == "cpu" {
+            Vec::new()
+        } else {
+            v.split(',')
+                .map(|d| d.trim().parse::<i32>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("--devices {v}: {e} (give 0,1,... or cpu)"))?
+        });
+    }
+    if let Some(v) = a.gpu_workers_per_device {
+        c.gpu_workers_per_device = v;
+    }
+    if let Some(v) = a.key_host_budget_bytes {
+        c.key_host_budget_bytes = Some(v);
+    }
+    Ok(c)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let c = config(Args::parse())?;
+    let engine = Engine::start(c).await?;
+    service::serve(engine, async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+    })
+    .await?;
+    Ok(())
+}

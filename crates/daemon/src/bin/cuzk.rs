@@ -1,0 +1,418 @@
+//! `cuzk`: the command-line client of cuzk-daemon (submit, await, prove,
+//! cancel, status, preload, evict) and local tools for the bundled
+//! circuits (keygen, witness, verify).
+
+use anyhow::{bail, Context, Result};
+use ark_serialize::CanonicalDeserialize;
+use clap::{Parser, Subcommand};
+use cuzk_daemon::pb::{self, prover_client::ProverClient};
+use cuzk_daemon::{circuits, Assignment, Priority};
+use cuzk_prover::circuits::Sha256Chain;
+use std::path::PathBuf;
+use tonic::transport::Channel;
+
+#[derive(Parser, Debug)]
+#[command(version, about = "cuzk-daemon's client and circuit tools")]
+struct Cli {
+    /// The daemon's address.
+    #[arg(long, global = true, default_value = "http://127.0.0.1:9820")]
+    addr: String,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args, Debug)]
+struct SubmitArgs {
+    /// Circuit id (a directory under the daemon's key directories).
+    #[arg(long)]
+    circuit: String,
+    /// Assignment file (cuzk's assignment encoding; `cuzk witness` writes one).
+    #[arg(long)]
+    assignment: PathBuf,
+    /// low, normal, high or critical.
+    #[arg(long, default_value = "normal")]
+    priority: Priority,
+    /// Idempotency key: a resubmission with it returns the first job.
+    #[arg(long, default_value = "")]
+    key: String,
+    /// Pass the file's path (the daemon reads it) instead of its bytes.
+    #[arg(long)]
+    by_path: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Queue a proof; prints the job id.
+    Submit(SubmitArgs),
+    /// Wait for a job; writes its proof with --out.
+    Await {
+        job: String,
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Submit and wait.
+    Prove {
+        #[command(flatten)]
+        submit: SubmitArgs,
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Cancel a job.
+    Cancel { job: String },
+    /// The daemon's devices, keys and queues.
+    Status {
+        /// Print the raw response as JSON-like debug output.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Load a circuit's key now.
+    Preload { circuit: String },
+    /// Drop a loaded key.
+    Evict { circuit: String },
+    /// Write a circuit directory (key, verifying key, R1CS) for a SHA-256
+    /// chain of --rounds compressions, by ark-groth16's setup (local).
+    Keygen {
+        #[arg(long)]
+        key_dir: PathBuf,
+        /// Circuit id; default sha256-chain-ROUNDS.
+        #[arg(long)]
+        id: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+    },
+    /// Write the assignment of a SHA-256 chain (local).
+    Witness {
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// The 32-byte preimage, hex.
+        #[arg(long)]
+        preimage: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Verify a proof with a circuit directory's vk.bin (local).
+    Verify {
+        /// The circuit directory.
+        #[arg(long)]
+        circuit_dir: PathBuf,
+        #[arg(long)]
+        proof: PathBuf,
+        #[arg(long)]
+        assignment: PathBuf,
+    },
+}
+
+async fn client(addr: &str) -> Result<ProverClient<Channel>> {
+    let c = ProverClient::connect(addr.to_string())
+        .await
+        .with_context(|| format!("connecting to cuzk-daemon at {addr} (is it running?)"))?;
+    Ok(c.max_decoding_message_size(1 << 30)
+        .max_encoding_message_size(1 << 30))
+}
+
+/// Files above this go by stream, below inline.
+const INLINE_MAX: u64 = 32 << 20;
+
+async fn submit(c: &mut ProverClient<Channel>, a: &SubmitArgs) -> Result<String> {
+    let prio = pb::Priority::from(a.priority) as i32;
+    let len = std::fs::metadata(&a.assignment)
+        .with_context(|| format!("reading {}", a.assignment.display()))?
+        .len();
+    let r = if a.by_path {
+        let path = std::fs::canonicalize(&a.assignment)?;
+        c.submit_proof(pb::SubmitProofRequest {
+            circuit_id: a.circuit.clone(),
+            priority: prio,
+            idempotency_key: a.key.clone(),
+            assignment: Some(pb::submit_proof_request::Assignment::Path(
+                path.display().to_string(),
+            )),
+        })
+        .await?
+    } else if len <= INLINE_MAX {
+        let bytes = std::fs::read(&a.assignment)?;
+        c.submit_proof(pb::SubmitProofRequest {
+            circuit_id: a.circuit.clone(),
+            priority: prio,
+            idempotency_key: a.key.clone(),
+            assignment: Some(pb::submit_proof_request::Assignment::Inline(bytes)),
+        })
+        .await?
+    } else {
+        let header = pb::SubmitProofChunk {
+            part: Some(pb::submit_proof_chunk::Part::Header(
+                pb::SubmitProofHeader {
+                    circuit_id: a.circuit.clone(),
+                    priority: prio,
+                    idempotency_key: a.key.clone(),
+                    assignment_bytes: len,
+                },
+            )),
+        };
+        let path = a.assignment.clone();
+        let chunks = async_stream(path, header)?;
+        c.submit_proof_stream(chunks).await?
+    };
+    let r = r.into_inner();
+    if r.duplicate {
+        eprintln!("idempotency key already used: job {}", r.job_id);
+    }
+    Ok(r.job_id)
+}
+
+/// The header, then the file in chunks of 4 MiB.
+fn async_stream(
+    path: PathBuf,
+    header: pb::SubmitProofChunk,
+) -> Result<impl tokio_stream::Stream<Item = pb::SubmitProofChunk>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(&path)?;
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    std::thread::spawn(move || {
+        if tx.blocking_send(header).is_err() {
+            return;
+        }
+        let mut buf = vec![0u8; 4 << 20];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let c = pb::SubmitProofChunk {
+                        part: Some(pb::submit_proof_chunk::Part::Data(buf[..n].to_vec())),
+                    };
+                    if tx.blocking_send(c).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    Ok(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
+fn report(r: &pb::ProofResult, out: Option<&PathBuf>) -> Result<()> {
+    let state = pb::JobState::try_from(r.state).unwrap_or(pb::JobState::Unspecified);
+    match state {
+        pb::JobState::Done => {
+            let t = r.timings.unwrap_or_default();
+            println!(
+                "job {}: done on {} (device {}), prover {:.1} ms, queue wait {:.1} ms",
+                r.job_id, r.worker, r.device, t.total_ms, t.queue_wait_ms
+            );
+            if let Some(o) = out {
+                std::fs::write(o, &r.proof).with_context(|| format!("writing {}", o.display()))?;
+                println!("proof: {} ({} bytes)", o.display(), r.proof.len());
+            }
+            Ok(())
+        }
+        pb::JobState::Failed => bail!("job {} failed: {}", r.job_id, r.error),
+        other => bail!("job {}: {}", r.job_id, other.as_str_name()),
+    }
+}
+
+fn status_table(s: &pb::GetStatusResponse) {
+    println!(
+        "cuzk-daemon {} ({}), up {:.0} s, store {}",
+        s.version, s.worker, s.uptime_s, s.store
+    );
+    let mut t = comfy_table::Table::new();
+    t.set_header([
+        "device",
+        "name",
+        "workers",
+        "busy",
+        "proofs",
+        "busy %",
+        "memory free / total (GiB)",
+    ]);
+    for d in &s.devices {
+        t.add_row([
+            d.ordinal.to_string(),
+            d.name.clone(),
+            d.workers.to_string(),
+            d.busy_workers.to_string(),
+            d.proofs_done.to_string(),
+            format!("{:.1}", 100.0 * d.busy_fraction),
+            format!(
+                "{:.2} / {:.2}",
+                d.memory_available_bytes as f64 / (1u64 << 30) as f64,
+                d.memory_total_bytes as f64 / (1u64 << 30) as f64
+            ),
+        ]);
+    }
+    println!("{t}");
+    let mut q = comfy_table::Table::new();
+    q.set_header(["class", "queued", "running"]);
+    for c in &s.queues {
+        let p = pb::Priority::try_from(c.priority).unwrap_or(pb::Priority::Unspecified);
+        q.add_row([
+            p.as_str_name()
+                .trim_start_matches("PRIORITY_")
+                .to_lowercase(),
+            c.queued.to_string(),
+            c.running.to_string(),
+        ]);
+    }
+    println!("{q}");
+    println!(
+        "jobs ended: {} done, {} failed, {} cancelled",
+        s.done, s.failed, s.cancelled
+    );
+    println!(
+        "keys: {} loaded, {:.2} of {:.2} GiB host budget; circuits: {}",
+        s.keys.len(),
+        s.key_host_bytes as f64 / (1u64 << 30) as f64,
+        s.key_host_budget_bytes as f64 / (1u64 << 30) as f64,
+        s.circuits.join(", ")
+    );
+}
+
+fn parse_preimage(h: &str) -> Result<[u8; 32]> {
+    let v = hex::decode(h).context("--preimage: not hex")?;
+    v.try_into()
+        .map_err(|v: Vec<u8>| anyhow::anyhow!("--preimage: {} bytes, give 32", v.len()))
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Submit(a) => {
+            let mut c = client(&cli.addr).await?;
+            println!("{}", submit(&mut c, &a).await?);
+        }
+        Cmd::Await {
+            job,
+            timeout_ms,
+            out,
+        } => {
+            let mut c = client(&cli.addr).await?;
+            let r = c
+                .await_proof(pb::AwaitProofRequest {
+                    job_id: job,
+                    timeout_ms,
+                })
+                .await?
+                .into_inner();
+            report(&r, out.as_ref())?;
+        }
+        Cmd::Prove {
+            submit: a,
+            timeout_ms,
+            out,
+        } => {
+            let mut c = client(&cli.addr).await?;
+            let job = submit(&mut c, &a).await?;
+            let r = c
+                .await_proof(pb::AwaitProofRequest {
+                    job_id: job,
+                    timeout_ms,
+                })
+                .await?
+                .into_inner();
+            report(&r, out.as_ref())?;
+        }
+        Cmd::Cancel { job } => {
+            let mut c = client(&cli.addr).await?;
+            let r = c
+                .cancel_proof(pb::CancelProofRequest { job_id: job })
+                .await?
+                .into_inner();
+            let s = pb::JobState::try_from(r.state).unwrap_or(pb::JobState::Unspecified);
+            println!("{}", s.as_str_name());
+        }
+        Cmd::Status { raw } => {
+            let mut c = client(&cli.addr).await?;
+            let s = c.get_status(pb::GetStatusRequest {}).await?.into_inner();
+            if raw {
+                println!("{s:#?}");
+            } else {
+                status_table(&s);
+            }
+        }
+        Cmd::Preload { circuit } => {
+            let mut c = client(&cli.addr).await?;
+            let r = c
+                .preload_key(pb::PreloadKeyRequest {
+                    circuit_id: circuit,
+                })
+                .await?
+                .into_inner();
+            if let Some(k) = r.key {
+                println!(
+                    "{}: {} constraints, {:.2} GiB host, loaded in {:.0} ms",
+                    k.circuit_id,
+                    k.num_constraints,
+                    k.host_bytes as f64 / (1u64 << 30) as f64,
+                    k.load_ms
+                );
+            }
+        }
+        Cmd::Evict { circuit } => {
+            let mut c = client(&cli.addr).await?;
+            let r = c
+                .evict_key(pb::EvictKeyRequest {
+                    circuit_id: circuit,
+                })
+                .await?
+                .into_inner();
+            println!("{}", if r.evicted { "evicted" } else { "not loaded" });
+        }
+        Cmd::Keygen {
+            key_dir,
+            id,
+            rounds,
+        } => {
+            let id = id.unwrap_or_else(|| format!("sha256-chain-{rounds}"));
+            let circuit = Sha256Chain::new([0u8; 32], rounds);
+            let syn = cuzk_prover::synthesize(circuit.clone(), false)?;
+            let dir = circuits::keygen(&key_dir, &id, circuit, &syn, &mut rand::rngs::OsRng)?;
+            println!(
+                "{}: {} constraints, {} public inputs",
+                dir.display(),
+                syn.matrices.num_constraints,
+                syn.num_inputs - 1
+            );
+        }
+        Cmd::Witness {
+            rounds,
+            preimage,
+            out,
+        } => {
+            let circuit = Sha256Chain::new(parse_preimage(&preimage)?, rounds);
+            let syn = cuzk_prover::synthesize(circuit, true)?;
+            let a = Assignment::from_full(&syn.full_assignment, syn.num_inputs)?;
+            a.write_file(&out)?;
+            println!(
+                "{}: {} public inputs, {} witness values",
+                out.display(),
+                a.public.len(),
+                a.witness.len()
+            );
+        }
+        Cmd::Verify {
+            circuit_dir,
+            proof,
+            assignment,
+        } => {
+            let vk = circuits::read_vk(&circuit_dir)?;
+            let bytes = std::fs::read(&proof)?;
+            let p = cuzk_prover::Proof::deserialize_compressed(&bytes[..])
+                .context("not a compressed Groth16 proof")?;
+            let a = Assignment::read_file(&assignment)?;
+            let pvk = ark_groth16::prepare_verifying_key(&vk);
+            let ok = ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::verify_proof(
+                &pvk, &p, &a.public,
+            )?;
+            if !ok {
+                bail!("the proof does not verify");
+            }
+            println!("the proof verifies");
+        }
+    }
+    Ok(())
+}

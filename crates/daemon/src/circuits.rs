@@ -1,0 +1,431 @@
+//! Circuits the daemon can prove: found as directories of key files, loaded
+//! on first use (or PreloadKey) into host memory under a budget, the least
+//! recently used idle one evicted first; and `keygen` for the bundled
+//! circuits.
+//!
+//! A circuit directory `<key_dir>/<id>/` holds:
+//!
+//! | file | what |
+//! |---|---|
+//! | `pk.bin` | the Groth16 proving key, ark-serialize uncompressed (`ProvingKey<Bls12_381>`) |
+//! | `vk.bin` | its verifying key, ark-serialize compressed (for clients that verify) |
+//! | `r1cs.bin` | the R1CS matrices in cuzk's file format (`cuzk_prover::r1cs_file`) |
+
+use crate::{Error, Result};
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
+use cuzk_alloc::DeviceMemory;
+use cuzk_prover::{ConstraintMatrices, MultiGpuProver, ProvingKey};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The proving key's file in a circuit directory.
+pub const PK_FILE: &str = "pk.bin";
+/// The verifying key's file.
+pub const VK_FILE: &str = "vk.bin";
+/// The R1CS matrices' file.
+pub const R1CS_FILE: &str = "r1cs.bin";
+
+/// Where proofs run: one lane a GPU (sharing its memory budget across
+/// circuits), or CPU lanes without one.
+#[derive(Clone, Debug)]
+pub enum Lanes {
+    /// One lane a device.
+    Gpu(Vec<Arc<DeviceMemory>>),
+    /// `n` CPU lanes (the prover's CPU path).
+    Cpu(usize),
+}
+
+impl Lanes {
+    /// Number of lanes.
+    pub fn len(&self) -> usize {
+        match self {
+            Lanes::Gpu(m) => m.len(),
+            Lanes::Cpu(n) => *n,
+        }
+    }
+
+    /// Whether there are no lanes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The CUDA ordinal of lane `i`; -1 for a CPU lane.
+    pub fn device(&self, i: usize) -> i32 {
+        match self {
+            Lanes::Gpu(m) => m.get(i).map_or(-1, |m| m.device()),
+            Lanes::Cpu(_) => -1,
+        }
+    }
+}
+
+/// A loaded circuit: its prover (the key on every lane), its matrices.
+pub struct LoadedCircuit {
+    /// The circuit's id.
+    pub id: String,
+    /// The key on every lane.
+    pub prover: MultiGpuProver,
+    /// The R1CS matrices.
+    pub matrices: ConstraintMatrices,
+    /// Instance variables, the constant one included.
+    pub num_inputs: usize,
+    /// Length of the full assignment.
+    pub num_variables: usize,
+    /// Host memory held by key and matrices (an estimate), bytes.
+    pub host_bytes: u64,
+    /// Time it took to load, ms.
+    pub load_ms: f64,
+    in_use: AtomicUsize,
+    last_used: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for LoadedCircuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedCircuit")
+            .field("id", &self.id)
+            .field("host_bytes", &self.host_bytes)
+            .finish()
+    }
+}
+
+impl LoadedCircuit {
+    /// Proofs running against it now.
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::SeqCst)
+    }
+}
+
+/// A circuit held for one proof (counted as in use until dropped).
+#[derive(Debug)]
+pub struct CircuitUse(Arc<LoadedCircuit>);
+
+impl std::ops::Deref for CircuitUse {
+    type Target = LoadedCircuit;
+    fn deref(&self) -> &LoadedCircuit {
+        &self.0
+    }
+}
+
+impl Drop for CircuitUse {
+    fn drop(&mut self) {
+        self.0.in_use.fetch_sub(1, Ordering::SeqCst);
+        *self.0.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+}
+
+/// The circuits of the key directories and those loaded.
+#[derive(Debug)]
+pub struct Registry {
+    key_dirs: Vec<PathBuf>,
+    budget: u64,
+    lanes: Lanes,
+    workers: usize,
+    loaded: Mutex<HashMap<String, Arc<LoadedCircuit>>>,
+    /// One lock a circuit being loaded, so that it loads once.
+    loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+impl Registry {
+    /// A registry over `key_dirs`, keys held under `budget` bytes of host
+    /// memory, proving on `lanes` with `workers` workers a lane.
+    pub fn new(key_dirs: Vec<PathBuf>, budget: u64, lanes: Lanes, workers: usize) -> Self {
+        Registry {
+            key_dirs,
+            budget,
+            lanes,
+            workers,
+            loaded: Mutex::new(HashMap::new()),
+            loading: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The lanes proofs run on.
+    pub fn lanes(&self) -> &Lanes {
+        &self.lanes
+    }
+
+    /// The host memory budget for keys, bytes.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// The ids of every circuit directory under the key directories, sorted.
+    pub fn circuits(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .key_dirs
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join(PK_FILE).is_file() && e.path().join(R1CS_FILE).is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// The directory of circuit `id`.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] naming the directories searched; an id that is
+    /// not a plain name is [`Error::InvalidArgument`].
+    pub fn dir(&self, id: &str) -> Result<PathBuf> {
+        if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+            return Err(Error::InvalidArgument(format!(
+                "circuit id `{id}`: give the name of a circuit directory (no slashes)"
+            )));
+        }
+        self.key_dirs
+            .iter()
+            .map(|d| d.join(id))
+            .find(|d| d.join(PK_FILE).is_file() && d.join(R1CS_FILE).is_file())
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "no circuit `{id}`: no directory {id}/ with {PK_FILE} and {R1CS_FILE} under {} \
+                     (write one with `cuzk keygen`)",
+                    self.key_dirs
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    /// The loaded circuits.
+    pub fn loaded(&self) -> Vec<Arc<LoadedCircuit>> {
+        let mut v: Vec<_> = self.lock_loaded().values().cloned().collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    /// Host bytes of the loaded circuits.
+    pub fn host_bytes(&self) -> u64 {
+        self.lock_loaded().values().map(|c| c.host_bytes).sum()
+    }
+
+    /// Circuit `id` for one proof, loading it first if needed (blocking:
+    /// reads and checks the key, uploads it to every GPU).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown id; [`Error::InvalidArgument`]
+    /// for key files that do not parse or disagree; [`Error::Prover`] when
+    /// the key cannot be uploaded.
+    pub fn acquire(&self, id: &str) -> Result<CircuitUse> {
+        let c = self.load(id)?;
+        c.in_use.fetch_add(1, Ordering::SeqCst);
+        Ok(CircuitUse(c))
+    }
+
+    /// Loads circuit `id` if it is not loaded (PreloadKey).
+    ///
+    /// # Errors
+    /// As [`Registry::acquire`].
+    pub fn load(&self, id: &str) -> Result<Arc<LoadedCircuit>> {
+        if let Some(c) = self.touch(id) {
+            return Ok(c);
+        }
+        let gate = {
+            let mut l = self.loading.lock().unwrap_or_else(|p| p.into_inner());
+            l.entry(id.to_string()).or_default().clone()
+        };
+        let _g = gate.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = self.touch(id) {
+            return Ok(c);
+        }
+        let dir = self.dir(id)?;
+        let c = Arc::new(self.read(id, &dir)?);
+        tracing::info!(
+            circuit = id,
+            host_bytes = c.host_bytes,
+            load_ms = c.load_ms,
+            "circuit loaded"
+        );
+        self.lock_loaded().insert(id.to_string(), c.clone());
+        self.evict_over_budget(id);
+        Ok(c)
+    }
+
+    /// Drops circuit `id` if it is loaded and idle; true when dropped.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when proofs are running against it.
+    pub fn evict(&self, id: &str) -> Result<bool> {
+        let mut l = self.lock_loaded();
+        match l.get(id) {
+            None => Ok(false),
+            Some(c) if c.in_use() > 0 => Err(Error::InvalidArgument(format!(
+                "circuit `{id}` has {} proofs running: evict it when they end",
+                c.in_use()
+            ))),
+            Some(_) => {
+                l.remove(id);
+                Ok(true)
+            }
+        }
+    }
+
+    fn touch(&self, id: &str) -> Option<Arc<LoadedCircuit>> {
+        let c = self.lock_loaded().get(id).cloned()?;
+        *c.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        Some(c)
+    }
+
+    fn lock_loaded(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LoadedCircuit>>> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Evicts least recently used idle circuits (never `keep`) while the
+    /// loaded ones exceed the budget. Circuits in use stay: the budget is
+    /// then exceeded until they end.
+    fn evict_over_budget(&self, keep: &str) {
+        let mut l = self.lock_loaded();
+        loop {
+            let total: u64 = l.values().map(|c| c.host_bytes).sum();
+            if total <= self.budget {
+                return;
+            }
+            let victim = l
+                .values()
+                .filter(|c| c.id != keep && c.in_use() == 0)
+                .min_by_key(|c| *c.last_used.lock().unwrap_or_else(|p| p.into_inner()))
+                .map(|c| c.id.clone());
+            match victim {
+                Some(v) => {
+                    tracing::info!(circuit = %v, "evicted (key host budget)");
+                    l.remove(&v);
+                }
+                None => {
+                    tracing::warn!(
+                        total,
+                        budget = self.budget,
+                        "loaded keys exceed the key host budget; every other key is in use"
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    fn read(&self, id: &str, dir: &Path) -> Result<LoadedCircuit> {
+        let t = Instant::now();
+        let pk_path = dir.join(PK_FILE);
+        let f = std::fs::File::open(&pk_path)
+            .map_err(|e| Error::io(format!("opening {}", pk_path.display()), e))?;
+        let pk =
+            ProvingKey::deserialize_uncompressed(std::io::BufReader::with_capacity(1 << 22, f))
+                .map_err(|e| {
+                    Error::InvalidArgument(format!(
+                        "{}: not an ark-serialize uncompressed Groth16 proving key over \
+                     BLS12-381: {e}",
+                        pk_path.display()
+                    ))
+                })?;
+        let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE))?;
+        check_agree(id, &pk, &r1cs)?;
+        let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
+        let host_bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
+        let prover = match &self.lanes {
+            Lanes::Gpu(m) => MultiGpuProver::with_memories(pk, m, self.workers)?,
+            Lanes::Cpu(n) => MultiGpuProver::cpu(pk, *n, self.workers)?,
+        };
+        Ok(LoadedCircuit {
+            id: id.to_string(),
+            prover,
+            matrices: r1cs.matrices,
+            num_inputs: r1cs.num_inputs,
+            num_variables: r1cs.num_variables,
+            host_bytes,
+            load_ms: t.elapsed().as_secs_f64() * 1e3,
+            in_use: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+}
+
+/// The key and the matrices must describe one circuit: as many instance
+/// variables (the key's IC) and witness variables (the key's L query).
+fn check_agree(id: &str, pk: &ProvingKey, r1cs: &cuzk_prover::r1cs_file::R1csFile) -> Result<()> {
+    let ic = pk.vk.gamma_abc_g1.len();
+    let witness = r1cs.num_variables.saturating_sub(r1cs.num_inputs);
+    if ic != r1cs.num_inputs || pk.l_query.len() != witness {
+        return Err(Error::InvalidArgument(format!(
+            "circuit `{id}`: the key has {ic} instance and {} witness variables, the R1CS file \
+             {} and {witness}: they belong to different circuits (write both with `cuzk keygen`)",
+            pk.l_query.len(),
+            r1cs.num_inputs
+        )));
+    }
+    Ok(())
+}
+
+/// Writes circuit `id`'s directory under `key_dir` for a synthesized
+/// circuit: the R1CS matrices of `synthesized` and a key from
+/// ark-groth16's setup of `circuit` (the same circuit) with `rng`.
+///
+/// # Errors
+/// [`Error::Io`] when the files cannot be written; [`Error::Prover`] when
+/// the setup fails.
+pub fn keygen<C, R>(
+    key_dir: &Path,
+    id: &str,
+    circuit: C,
+    synthesized: &cuzk_prover::Synthesized,
+    rng: &mut R,
+) -> Result<PathBuf>
+where
+    C: ark_relations::gr1cs::ConstraintSynthesizer<cuzk_prover::Fr>,
+    R: rand::RngCore + rand::CryptoRng,
+{
+    use ark_groth16::Groth16;
+    use ark_std::rand::SeedableRng;
+    let dir = key_dir.join(id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut seed);
+    let mut srng = ark_std::rand::rngs::StdRng::from_seed(seed);
+    let pk = Groth16::<ark_bls12_381::Bls12_381>::generate_random_parameters_with_reduction(
+        circuit, &mut srng,
+    )
+    .map_err(|e| Error::InvalidArgument(format!("Groth16 setup of `{id}`: {e}")))?;
+    let write = |name: &str, f: &dyn Fn(&mut std::io::BufWriter<std::fs::File>) -> Result<()>| {
+        let p = dir.join(name);
+        let file = std::fs::File::create(&p)
+            .map_err(|e| Error::io(format!("creating {}", p.display()), e))?;
+        let mut w = std::io::BufWriter::new(file);
+        f(&mut w)?;
+        use std::io::Write;
+        w.flush()
+            .map_err(|e| Error::io(format!("writing {}", p.display()), e))
+    };
+    let ser =
+        |e: ark_serialize::SerializationError| Error::Internal(format!("serializing a key: {e}"));
+    write(PK_FILE, &|w| pk.serialize_uncompressed(w).map_err(ser))?;
+    write(VK_FILE, &|w| pk.vk.serialize_compressed(w).map_err(ser))?;
+    cuzk_prover::r1cs_file::write(
+        dir.join(R1CS_FILE),
+        &synthesized.matrices,
+        synthesized.num_inputs,
+        synthesized.full_assignment.len(),
+    )?;
+    Ok(dir)
+}
+
+/// The verifying key of the circuit directory `dir`.
+///
+/// # Errors
+/// [`Error::Io`] or [`Error::InvalidArgument`] when `vk.bin` cannot be read.
+pub fn read_vk(dir: &Path) -> Result<ark_groth16::VerifyingKey<ark_bls12_381::Bls12_381>> {
+    let p = dir.join(VK_FILE);
+    let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+    ark_groth16::VerifyingKey::deserialize_compressed(&bytes[..]).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "{}: not a compressed verifying key: {e}",
+            p.display()
+        ))
+    })
+}

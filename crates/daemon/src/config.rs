@@ -1,0 +1,204 @@
+//! The daemon's configuration: a TOML file, flags over it, defaults for
+//! everything (`cuzk-daemon` with no arguments serves on localhost with
+//! SQLite under the data directory).
+
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Default gRPC listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
+
+/// Everything the daemon can be told. Every field has a default; a TOML
+/// file sets any of them by name (unknown names are an error).
+///
+/// ```toml
+/// listen = "127.0.0.1:9820"
+/// data_dir = "/var/lib/cuzk"
+/// database_url = "postgres://cuzk@db/cuzk"   # default: SQLite in data_dir
+/// key_dirs = ["/var/lib/cuzk/keys"]
+/// devices = [0, 1]                            # default: every GPU
+/// gpu_workers_per_device = 2
+/// ```
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// gRPC listen address (`host:port`), or `unix:/path/to.sock` for a
+    /// Unix socket.
+    pub listen: String,
+    /// Prometheus metrics endpoint (`host:port`, served at `/metrics`);
+    /// empty: no endpoint.
+    pub metrics_listen: String,
+    /// Where the SQLite job store and the payload files live.
+    pub data_dir: PathBuf,
+    /// The job store: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`.
+    /// Empty: `sqlite://DATA_DIR/jobs.db`.
+    pub database_url: String,
+    /// Where payloads (assignments) of submitted jobs are kept; with
+    /// several daemons on one PostgreSQL store, a directory they all can
+    /// read. Empty: `DATA_DIR/payloads`.
+    pub payload_dir: PathBuf,
+    /// Directories of circuits: each subdirectory holding `pk.bin`,
+    /// `vk.bin` and `r1cs.bin` (as `cuzk keygen` writes them) is a circuit
+    /// whose id is the subdirectory's name. Empty: `DATA_DIR/keys`.
+    pub key_dirs: Vec<PathBuf>,
+    /// CUDA ordinals to prove on; `None`: every GPU there is, or the CPU
+    /// path when there is none. `Some([])`: the CPU path.
+    pub devices: Option<Vec<i32>>,
+    /// Worker threads a GPU (a CPU lane, without GPUs), sharing its memory
+    /// budget. Default 2.
+    pub gpu_workers_per_device: usize,
+    /// Host memory for loaded keys and matrices, bytes; past it the least
+    /// recently used idle key is evicted. Default: half the host's memory.
+    pub key_host_budget_bytes: Option<u64>,
+    /// Largest inline assignment in a SubmitProof message, bytes (larger
+    /// ones are streamed or passed as a path). Default 64 MiB.
+    pub max_inline_bytes: u64,
+    /// Most jobs queued or running; past it a submission gets
+    /// RESOURCE_EXHAUSTED. Default 10,000.
+    pub max_queued_jobs: u64,
+    /// Most bytes of payloads queued or running. Default 256 GiB.
+    pub max_queued_bytes: u64,
+    /// A worker's lease on a job, seconds, renewed every third of it while
+    /// it proves; a dead daemon's jobs return to the queue after it.
+    /// Default 60.
+    pub lease_secs: u64,
+    /// AwaitProof's wait when the request gives none, milliseconds.
+    /// Default 10 minutes.
+    pub await_timeout_ms: u64,
+    /// How long SIGTERM waits for running proofs before exiting (their jobs
+    /// go back to the queue), seconds. Default 600.
+    pub shutdown_grace_secs: u64,
+    /// This daemon's name in job rows and status; default: host name and
+    /// process id.
+    pub worker_name: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN.into(),
+            metrics_listen: String::new(),
+            data_dir: PathBuf::from("cuzk-data"),
+            database_url: String::new(),
+            payload_dir: PathBuf::new(),
+            key_dirs: Vec::new(),
+            devices: None,
+            gpu_workers_per_device: cuzk_prover::DEFAULT_GPU_WORKERS_PER_DEVICE,
+            key_host_budget_bytes: None,
+            max_inline_bytes: 64 << 20,
+            max_queued_jobs: 10_000,
+            max_queued_bytes: 256 << 30,
+            lease_secs: 60,
+            await_timeout_ms: 600_000,
+            shutdown_grace_secs: 600,
+            worker_name: String::new(),
+        }
+    }
+}
+
+impl Config {
+    /// The configuration in the TOML file at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when it cannot be read; [`Error::InvalidArgument`]
+    /// naming the key that does not parse.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading config {}", path.display()), e))?;
+        toml::from_str(&text)
+            .map_err(|e| Error::InvalidArgument(format!("config {}: {e}", path.display())))
+    }
+
+    /// The job store URL (the SQLite default resolved).
+    pub fn database_url(&self) -> String {
+        if self.database_url.is_empty() {
+            format!("sqlite://{}", self.data_dir.join("jobs.db").display())
+        } else {
+            self.database_url.clone()
+        }
+    }
+
+    /// The payload directory (the default resolved).
+    pub fn payload_dir(&self) -> PathBuf {
+        if self.payload_dir.as_os_str().is_empty() {
+            self.data_dir.join("payloads")
+        } else {
+            self.payload_dir.clone()
+        }
+    }
+
+    /// The key directories (the default resolved).
+    pub fn key_dirs(&self) -> Vec<PathBuf> {
+        if self.key_dirs.is_empty() {
+            vec![self.data_dir.join("keys")]
+        } else {
+            self.key_dirs.clone()
+        }
+    }
+
+    /// The worker name (the default resolved).
+    pub fn worker_name(&self) -> String {
+        if self.worker_name.is_empty() {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "localhost".into());
+            format!("{host}:{}", std::process::id())
+        } else {
+            self.worker_name.clone()
+        }
+    }
+
+    /// Checks the values that have limits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the setting.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::InvalidArgument(m.into()));
+        if self.gpu_workers_per_device == 0 {
+            return bad("gpu_workers_per_device is 0: give at least 1");
+        }
+        if self.lease_secs < 3 {
+            return bad("lease_secs below 3: a lease is renewed every third of it");
+        }
+        if self.max_queued_jobs == 0 {
+            return bad("max_queued_jobs is 0: no job could be accepted");
+        }
+        if let Some(d) = &self.devices {
+            for (i, x) in d.iter().enumerate() {
+                if *x < 0 || d[..i].contains(x) {
+                    return bad("devices: give each CUDA ordinal (0, 1, ...) once");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_a_file() {
+        let c = Config::default();
+        assert_eq!(c.listen, DEFAULT_LISTEN);
+        assert!(c.database_url().starts_with("sqlite://"));
+        assert!(c.payload_dir().ends_with("payloads"));
+        c.validate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "listen = \"0.0.0.0:1\"\ndevices = [0, 1]\n").unwrap();
+        let c = Config::from_file(&p).unwrap();
+        assert_eq!(c.listen, "0.0.0.0:1");
+        assert_eq!(c.devices, Some(vec![0, 1]));
+        std::fs::write(&p, "listn = \"x\"\n").unwrap();
+        let e = Config::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("listn"), "{e}");
+        let c = Config {
+            devices: Some(vec![0, 0]),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,776 @@
+//! The engine: the job store, the circuits, and the workers that prove.
+//!
+//! Each lane (a GPU, or the CPU path without one) has
+//! `gpu_workers_per_device` worker threads. A worker claims the next job
+//! from the store under a lease (renewed while it proves), loads the
+//! circuit if needed, reads the assignment, proves it on its lane, and
+//! stores the proof, or the error. Submissions ring a doorbell that wakes
+//! idle workers; they also look at the store every half second, for jobs
+//! that another daemon queued or whose lease ran out.
+
+use crate::assignment::{self, Assignment};
+use crate::circuits::{Lanes, Registry};
+use crate::job::{JobRecord, JobState, NewJob, Priority};
+use crate::metrics::Metrics;
+use crate::store::{JobStore, StoreKind};
+use crate::{now_us, pb, Config, Error, Result};
+use ark_ff::UniformRand;
+use ark_serialize::CanonicalSerialize;
+use cuzk_prover::{Fr, ProofJob};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where a submitted assignment is.
+#[derive(Debug)]
+pub enum Payload {
+    /// Its bytes (the assignment encoding).
+    Bytes(Vec<u8>),
+    /// A file the client keeps until the job ends.
+    Path(PathBuf),
+    /// A file the daemon wrote (a streamed submission): moved into the
+    /// payload directory and removed when the job ends.
+    Owned(PathBuf),
+}
+
+/// A proof request.
+#[derive(Debug)]
+pub struct Submit {
+    /// The circuit to prove.
+    pub circuit_id: String,
+    /// Its class.
+    pub priority: Priority,
+    /// Deduplicates resubmissions; `None`: never deduplicated.
+    pub idempotency_key: Option<String>,
+    /// The assignment.
+    pub payload: Payload,
+}
+
+/// One proof's stage times, ms, as stored with the job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Reading the assignment.
+    pub load_ms: f64,
+    /// From submission to a worker taking the job.
+    pub queue_wait_ms: f64,
+    /// The prover's stages (`cuzk_prover::ProofTimings`).
+    pub eval_ms: f64,
+    /// The H polynomial's NTTs.
+    pub h_ntt_ms: f64,
+    /// MSM of the A query.
+    pub msm_a_ms: f64,
+    /// MSM of the B query in G2.
+    pub msm_b_g2_ms: f64,
+    /// MSM of the B query in G1.
+    pub msm_b_g1_ms: f64,
+    /// MSM of the H query.
+    pub msm_h_ms: f64,
+    /// MSM of the L query.
+    pub msm_l_ms: f64,
+    /// Assembly of the proof.
+    pub assembly_ms: f64,
+    /// The prover's stages together.
+    pub total_ms: f64,
+}
+
+impl From<Timings> for pb::StageTimings {
+    fn from(t: Timings) -> Self {
+        pb::StageTimings {
+            eval_ms: t.eval_ms,
+            h_ntt_ms: t.h_ntt_ms,
+            msm_a_ms: t.msm_a_ms,
+            msm_b_g2_ms: t.msm_b_g2_ms,
+            msm_b_g1_ms: t.msm_b_g1_ms,
+            msm_h_ms: t.msm_h_ms,
+            msm_l_ms: t.msm_l_ms,
+            assembly_ms: t.assembly_ms,
+            total_ms: t.total_ms,
+            load_ms: t.load_ms,
+            queue_wait_ms: t.queue_wait_ms,
+        }
+    }
+}
+
+/// Wakes idle workers when a job arrives.
+#[derive(Debug, Default)]
+struct Doorbell {
+    rings: Mutex<u64>,
+    cv: Condvar,
+}
+
+impl Doorbell {
+    fn ring(&self) {
+        *self.rings.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.cv.notify_all();
+    }
+
+    /// Waits for a ring after `seen`, or `timeout`; returns the count.
+    fn wait(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = self.rings.lock().unwrap_or_else(|p| p.into_inner());
+        let (g, _) = self
+            .cv
+            .wait_timeout_while(g, timeout, |r| *r == seen)
+            .unwrap_or_else(|p| p.into_inner());
+        *g
+    }
+
+    fn count(&self) -> u64 {
+        *self.rings.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One lane's counters.
+#[derive(Debug, Default)]
+struct LaneStats {
+    busy_workers: AtomicUsize,
+    proofs_done: AtomicU64,
+    /// Microseconds in which at least one proof ran (approximately: the
+    /// sum of proof times divided by the workers that overlapped).
+    busy_us: AtomicU64,
+    /// When the lane went from idle to busy, microseconds since the epoch.
+    busy_since_us: AtomicU64,
+}
+
+/// The proving engine (see the module docs).
+#[derive(Debug)]
+pub struct Engine {
+    config: Config,
+    store: JobStore,
+    registry: Registry,
+    owner: String,
+    payload_dir: PathBuf,
+    doorbell: Doorbell,
+    changed: tokio::sync::Notify,
+    shutdown: AtomicBool,
+    started: Instant,
+    lanes: Vec<LaneStats>,
+    metrics: Metrics,
+    rt: tokio::runtime::Handle,
+    workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl Engine {
+    /// Opens the job store, finds the devices and the circuits, and starts
+    /// the workers. On SQLite, jobs that a previous run left running go
+    /// back to the queue. Call from a multi-threaded tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad setting; [`Error::Io`] when the
+    /// data directories cannot be made; [`Error::Store`] when the store
+    /// cannot be opened; [`Error::Prover`] when a device's memory cannot be
+    /// set up.
+    pub async fn start(config: Config) -> Result<Arc<Engine>> {
+        config.validate()?;
+        let payload_dir = config.payload_dir();
+        for d in [&config.data_dir, &payload_dir] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
+        }
+        let store = JobStore::open(&config.database_url()).await?;
+        if store.kind() == StoreKind::Sqlite {
+            let n = store.requeue_running().await?;
+            if n > 0 {
+                tracing::info!(jobs = n, "requeued jobs left running by a previous run");
+            }
+        }
+        let devices = match &config.devices {
+            Some(d) => d.clone(),
+            None => match cuzk_field::gpu::device_count() {
+                Ok(n) => (0..n as i32).collect(),
+                Err(e) => {
+                    tracing::info!("no GPU ({e}): proving on the CPU path");
+                    Vec::new()
+                }
+            },
+        };
+        let lanes = if devices.is_empty() {
+            Lanes::Cpu(1)
+        } else {
+            Lanes::Gpu(
+                devices
+                    .iter()
+                    .map(|&d| cuzk_alloc::DeviceMemory::from_env(d))
+                    .collect::<cuzk_prover::Result<Vec<_>>>()?,
+            )
+        };
+        let budget = config
+            .key_host_budget_bytes
+            .unwrap_or_else(|| host_memory_bytes() / 2);
+        let registry = Registry::new(
+            config.key_dirs(),
+            budget,
+            lanes.clone(),
+            config.gpu_workers_per_device,
+        );
+        let engine = Arc::new(Engine {
+            owner: config.worker_name(),
+            payload_dir,
+            store,
+            registry,
+            doorbell: Doorbell::default(),
+            changed: tokio::sync::Notify::new(),
+            shutdown: AtomicBool::new(false),
+            started: Instant::now(),
+            lanes: (0..lanes.len()).map(|_| LaneStats::default()).collect(),
+            metrics: Metrics::new(),
+            rt: tokio::runtime::Handle::current(),
+            workers: Mutex::new(Vec::new()),
+            config,
+        });
+        let mut handles = Vec::new();
+        for lane in 0..lanes.len() {
+            for w in 0..engine.config.gpu_workers_per_device {
+                let e = engine.clone();
+                let h = std::thread::Builder::new()
+                    .name(format!("cuzk-worker-{lane}-{w}"))
+                    .spawn(move || e.worker(lane))
+                    .map_err(|e| Error::io("starting a worker thread", e))?;
+                handles.push(h);
+            }
+        }
+        *engine.workers.lock().unwrap_or_else(|p| p.into_inner()) = handles;
+        tracing::info!(
+            owner = %engine.owner,
+            store = engine.store.shown(),
+            lanes = lanes.len(),
+            devices = ?devices,
+            workers = engine.config.gpu_workers_per_device,
+            circuits = ?engine.registry.circuits(),
+            "engine started"
+        );
+        Ok(engine)
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The job store.
+    pub fn store(&self) -> &JobStore {
+        &self.store
+    }
+
+    /// The circuits.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// This daemon's name in job rows.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Queues a proof; returns its job id and whether the idempotency key
+    /// named an earlier job (then nothing was queued). The job is in the
+    /// store, its payload on disk, when this returns.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown circuit; [`Error::InvalidArgument`]
+    /// for a malformed assignment or one of the wrong size for the circuit;
+    /// [`Error::ResourceExhausted`] past the queue limits; [`Error::Io`],
+    /// [`Error::Store`].
+    pub async fn submit(&self, req: Submit) -> Result<(String, bool)> {
+        if self.shutdown.load(Ordering::SeqCst) {
+            return Err(Error::ResourceExhausted(
+                "the daemon is shutting down: submit to another one or retry after restart".into(),
+            ));
+        }
+        let dir = self.registry.dir(&req.circuit_id)?;
+        let header = cuzk_prover::r1cs_file::read_header(dir.join(crate::circuits::R1CS_FILE))?;
+        let id = uuid::Uuid::new_v4().to_string();
+        let (path, owned, bytes) = match req.payload {
+            Payload::Bytes(b) => {
+                if b.len() as u64 > self.config.max_inline_bytes {
+                    return Err(Error::InvalidArgument(format!(
+                        "inline assignment of {} bytes exceeds max_inline_bytes ({}): stream it \
+                         or pass a path",
+                        b.len(),
+                        self.config.max_inline_bytes
+                    )));
+                }
+                check_sizes(&b, &header, &req.circuit_id)?;
+                let p = self.payload_dir.join(format!("{id}.asg"));
+                write_synced(&p, &b)?;
+                (p, true, b.len() as u64)
+            }
+            Payload::Path(p) => {
+                let head = read_head(&p)?;
+                check_sizes(&head, &header, &req.circuit_id)?;
+                let len = std::fs::metadata(&p)
+                    .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
+                    .len();
+                (p, false, len)
+            }
+            Payload::Owned(p) => {
+                let head = read_head(&p)?;
+                check_sizes(&head, &header, &req.circuit_id)?;
+                let to = self.payload_dir.join(format!("{id}.asg"));
+                std::fs::rename(&p, &to).map_err(|e| {
+                    Error::io(format!("moving {} to {}", p.display(), to.display()), e)
+                })?;
+                let len = std::fs::metadata(&to)
+                    .map_err(|e| Error::io(format!("reading {}", to.display()), e))?
+                    .len();
+                (to, true, len)
+            }
+        };
+        let cleanup = |path: &Path| {
+            if owned {
+                let _ = std::fs::remove_file(path);
+            }
+        };
+        let (jobs, queued_bytes) = match self.store.depth().await {
+            Ok(d) => d,
+            Err(e) => {
+                cleanup(&path);
+                return Err(e);
+            }
+        };
+        if jobs >= self.config.max_queued_jobs
+            || queued_bytes + bytes > self.config.max_queued_bytes
+        {
+            cleanup(&path);
+            return Err(Error::ResourceExhausted(format!(
+                "the queue holds {jobs} jobs and {queued_bytes} bytes of assignments (limits \
+                 {} and {}): retry later",
+                self.config.max_queued_jobs, self.config.max_queued_bytes
+            )));
+        }
+        let job = NewJob {
+            id,
+            circuit_id: req.circuit_id,
+            priority: req.priority,
+            idempotency_key: req.idempotency_key.filter(|k| !k.is_empty()),
+            payload_path: path.display().to_string(),
+            payload_owned: owned,
+            payload_bytes: bytes,
+        };
+        let r = self.store.insert(&job, now_us()).await;
+        match &r {
+            Ok((_, true)) | Err(_) => cleanup(&path),
+            Ok((_, false)) => {
+                self.metrics.submitted(job.priority);
+                self.doorbell.ring();
+            }
+        }
+        r
+    }
+
+    /// Job `id` once it ended, or as it is when `timeout` passes.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
+    pub async fn wait(&self, id: &str, timeout: Duration) -> Result<JobRecord> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let job = self
+                .store
+                .get(id)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
+            let now = tokio::time::Instant::now();
+            if job.state.is_terminal() || now >= deadline {
+                return Ok(job);
+            }
+            // Another daemon may finish it: look again at least every second.
+            let poll = (deadline - now).min(Duration::from_secs(1));
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(poll) => {}
+            }
+        }
+    }
+
+    /// Cancels job `id` (see the store's `cancel`); returns its state.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
+    pub async fn cancel(&self, id: &str) -> Result<JobState> {
+        let s = self.store.cancel(id, now_us()).await?;
+        self.changed.notify_waiters();
+        Ok(s)
+    }
+
+    /// Loads circuit `id` now (on a blocking thread).
+    ///
+    /// # Errors
+    /// As `Registry::load`.
+    pub async fn preload(self: &Arc<Self>, id: &str) -> Result<pb::LoadedKey> {
+        let e = self.clone();
+        let id = id.to_string();
+        let c = tokio::task::spawn_blocking(move || e.registry.load(&id))
+            .await
+            .map_err(|e| Error::Internal(format!("key loading task: {e}")))??;
+        Ok(loaded_key(&c))
+    }
+
+    /// The daemon's state, for GetStatus, `cuzk status` and the metrics.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn status(&self) -> Result<pb::GetStatusResponse> {
+        let counts = self.store.counts().await?;
+        let uptime = self.started.elapsed().as_secs_f64();
+        let lanes = self.registry.lanes();
+        let devices = self
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (total, avail) = match lanes {
+                    Lanes::Gpu(m) => (
+                        m[i].mem_get_info().map_or(0, |(_, total)| total),
+                        m[i].budget().available_bytes().unwrap_or(0),
+                    ),
+                    Lanes::Cpu(_) => (0, 0),
+                };
+                let busy = s.busy_us.load(Ordering::SeqCst) as f64 / 1e6;
+                pb::Device {
+                    ordinal: lanes.device(i),
+                    name: match lanes {
+                        Lanes::Gpu(_) => cuzk_field::gpu::device_info(lanes.device(i))
+                            .map(|d| d.name)
+                            .unwrap_or_default(),
+                        Lanes::Cpu(_) => "CPU path".into(),
+                    },
+                    workers: self.config.gpu_workers_per_device as u32,
+                    busy_workers: s.busy_workers.load(Ordering::SeqCst) as u32,
+                    proofs_done: s.proofs_done.load(Ordering::SeqCst),
+                    memory_total_bytes: total,
+                    memory_available_bytes: avail,
+                    busy_fraction: if uptime > 0.0 { busy / uptime } else { 0.0 },
+                }
+            })
+            .collect();
+        let queues = Priority::ALL
+            .iter()
+            .rev()
+            .map(|&p| {
+                let n = |st: JobState| {
+                    counts
+                        .iter()
+                        .filter(|(q, s, _)| *q == p && *s == st)
+                        .map(|c| c.2)
+                        .sum::<u64>()
+                };
+                pb::QueueClass {
+                    priority: pb::Priority::from(p) as i32,
+                    queued: n(JobState::Queued),
+                    running: n(JobState::Running),
+                }
+            })
+            .collect();
+        let ended = |st: JobState| {
+            counts
+                .iter()
+                .filter(|c| c.1 == st)
+                .map(|c| c.2)
+                .sum::<u64>()
+        };
+        Ok(pb::GetStatusResponse {
+            version: env!("CARGO_PKG_VERSION").into(),
+            worker: self.owner.clone(),
+            uptime_s: uptime,
+            devices,
+            keys: self
+                .registry
+                .loaded()
+                .iter()
+                .map(|c| loaded_key(c))
+                .collect(),
+            key_host_bytes: self.registry.host_bytes(),
+            key_host_budget_bytes: self.registry.budget(),
+            queues,
+            done: ended(JobState::Done),
+            failed: ended(JobState::Failed),
+            cancelled: ended(JobState::Cancelled),
+            circuits: self.registry.circuits(),
+            store: self.store.shown().into(),
+        })
+    }
+
+    /// Stops taking jobs, waits up to `grace` for running proofs, and
+    /// closes the store. Jobs still running after `grace` return to the
+    /// queue when their lease runs out (on SQLite: at the next start).
+    pub async fn shutdown(&self, grace: Duration) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.doorbell.ring();
+        let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        let deadline = Instant::now() + grace;
+        while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let running = handles.iter().filter(|h| !h.is_finished()).count();
+        if running > 0 {
+            tracing::warn!(
+                workers = running,
+                "shutdown grace passed with proofs running; their jobs return to the queue"
+            );
+        }
+        for h in handles.into_iter().filter(|h| h.is_finished()) {
+            let _ = h.join();
+        }
+        self.store.close().await;
+    }
+
+    /// A worker thread of lane `lane`.
+    fn worker(self: Arc<Self>, lane: usize) {
+        let lease_us = (self.config.lease_secs * 1_000_000) as i64;
+        while !self.shutdown.load(Ordering::SeqCst) {
+            let seen = self.doorbell.count();
+            match self
+                .rt
+                .block_on(self.store.claim(&self.owner, now_us(), lease_us))
+            {
+                Ok(Some(job)) => self.run(lane, job),
+                Ok(None) => {
+                    self.doorbell.wait(seen, Duration::from_millis(500));
+                }
+                Err(e) => {
+                    tracing::warn!("claiming a job: {e}; retrying in a second");
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Proves one claimed job and stores the outcome.
+    fn run(&self, lane: usize, job: JobRecord) {
+        let span = tracing::info_span!("job", id = %job.id, circuit = %job.circuit_id, lane);
+        let _g = span.enter();
+        let renew = self.renew_lease(&job.id);
+        let started = job.started_us.unwrap_or_else(now_us);
+        let queue_wait_ms = (started - job.submitted_us).max(0) as f64 / 1e3;
+        self.metrics.queue_wait(queue_wait_ms / 1e3);
+        let outcome = self.prove(lane, &job, queue_wait_ms);
+        drop(renew);
+        let stored = match &outcome {
+            Ok((proof, timings, device)) => {
+                let json = serde_json::to_string(timings).unwrap_or_default();
+                self.rt.block_on(self.store.complete(
+                    &job.id,
+                    &self.owner,
+                    proof,
+                    &json,
+                    i64::from(*device),
+                    now_us(),
+                ))
+            }
+            Err(e) => {
+                tracing::warn!("job failed: {e}");
+                self.rt.block_on(
+                    self.store
+                        .fail(&job.id, &self.owner, &e.to_string(), now_us()),
+                )
+            }
+        };
+        match stored {
+            Ok(true) => {
+                let state = if outcome.is_ok() {
+                    JobState::Done
+                } else {
+                    JobState::Failed
+                };
+                self.metrics.finished(state);
+                if let Ok((_, t, _)) = &outcome {
+                    self.metrics.stages(t);
+                }
+                if job.payload_owned {
+                    let _ = std::fs::remove_file(&job.payload_path);
+                }
+            }
+            Ok(false) => tracing::warn!("the job's lease passed to another worker; result dropped"),
+            Err(e) => tracing::warn!("storing the result: {e}; the job will be proved again"),
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn prove(
+        &self,
+        lane: usize,
+        job: &JobRecord,
+        queue_wait_ms: f64,
+    ) -> Result<(Vec<u8>, Timings, i32)> {
+        let circuit = self.registry.acquire(&job.circuit_id)?;
+        let t = Instant::now();
+        let a = Assignment::read_file(Path::new(&job.payload_path))?;
+        if 1 + a.public.len() != circuit.num_inputs
+            || 1 + a.public.len() + a.witness.len() != circuit.num_variables
+        {
+            return Err(Error::InvalidArgument(format!(
+                "assignment of {} public inputs and {} witness values; circuit `{}` takes {} and {}",
+                a.public.len(),
+                a.witness.len(),
+                job.circuit_id,
+                circuit.num_inputs - 1,
+                circuit.num_variables - circuit.num_inputs
+            )));
+        }
+        let (z, num_inputs) = a.into_full();
+        let load_ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut rng = rand::thread_rng();
+        let pj = ProofJob {
+            matrices: &circuit.matrices,
+            full_assignment: &z,
+            num_inputs,
+            r: Fr::rand(&mut rng),
+            s: Fr::rand(&mut rng),
+        };
+        let stats = &self.lanes[lane];
+        if stats.busy_workers.fetch_add(1, Ordering::SeqCst) == 0 {
+            stats.busy_since_us.store(now_us() as u64, Ordering::SeqCst);
+        }
+        let r = circuit.prover.prove_on(lane, &pj);
+        if stats.busy_workers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let since = stats.busy_since_us.load(Ordering::SeqCst);
+            stats
+                .busy_us
+                .fetch_add((now_us() as u64).saturating_sub(since), Ordering::SeqCst);
+        }
+        let (proof, pt, _) = r?;
+        stats.proofs_done.fetch_add(1, Ordering::SeqCst);
+        let mut bytes = Vec::new();
+        proof
+            .serialize_compressed(&mut bytes)
+            .map_err(|e| Error::Internal(format!("serializing a proof: {e}")))?;
+        let timings = Timings {
+            load_ms,
+            queue_wait_ms,
+            eval_ms: pt.eval_ms,
+            h_ntt_ms: pt.h_ntt_ms,
+            msm_a_ms: pt.msm_a_ms,
+            msm_b_g2_ms: pt.msm_b_g2_ms,
+            msm_b_g1_ms: pt.msm_b_g1_ms,
+            msm_h_ms: pt.msm_h_ms,
+            msm_l_ms: pt.msm_l_ms,
+            assembly_ms: pt.assembly_ms,
+            total_ms: pt.total_ms(),
+        };
+        Ok((bytes, timings, self.registry.lanes().device(lane)))
+    }
+
+    /// Renews this worker's lease on job `id` every third of the lease
+    /// until the returned guard is dropped.
+    fn renew_lease(&self, id: &str) -> LeaseRenewal {
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let store = self.store.clone();
+        let (id, owner) = (id.to_string(), self.owner.clone());
+        let lease = Duration::from_secs(self.config.lease_secs);
+        self.rt.spawn(async move {
+            let mut tick = tokio::time::interval(lease / 3);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = &mut rx => return,
+                    _ = tick.tick() => {
+                        let until = now_us() + lease.as_micros() as i64;
+                        match store.renew(&id, &owner, until).await {
+                            Ok(true) => {}
+                            Ok(false) => return,
+                            Err(e) => tracing::warn!("renewing the lease of job {id}: {e}"),
+                        }
+                    }
+                }
+            }
+        });
+        LeaseRenewal(Some(tx))
+    }
+}
+
+/// Stops a lease's renewal when dropped.
+struct LeaseRenewal(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for LeaseRenewal {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn loaded_key(c: &crate::circuits::LoadedCircuit) -> pb::LoadedKey {
+    pb::LoadedKey {
+        circuit_id: c.id.clone(),
+        host_bytes: c.host_bytes,
+        in_use: c.in_use() as u32,
+        num_constraints: c.matrices.num_constraints as u64,
+        load_ms: c.load_ms,
+    }
+}
+
+/// Checks an assignment's header (the first bytes of its encoding) against
+/// the circuit's R1CS header.
+fn check_sizes(head: &[u8], r1cs: &cuzk_prover::r1cs_file::Header, id: &str) -> Result<()> {
+    let h: &[u8; assignment::HEADER_BYTES] = head
+        .get(..assignment::HEADER_BYTES)
+        .and_then(|h| h.try_into().ok())
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "assignment of {} bytes: shorter than its {}-byte header",
+                head.len(),
+                assignment::HEADER_BYTES
+            ))
+        })?;
+    let (p, w) = assignment::parse_header(h)?;
+    let want_p = r1cs.num_inputs.saturating_sub(1);
+    let want_w = r1cs.num_variables.saturating_sub(r1cs.num_inputs);
+    if p != want_p || w != want_w {
+        return Err(Error::InvalidArgument(format!(
+            "assignment of {p} public inputs and {w} witness values; circuit `{id}` takes \
+             {want_p} and {want_w}"
+        )));
+    }
+    Ok(())
+}
+
+/// The first bytes of a file (its assignment header).
+fn read_head(p: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(p).map_err(|e| Error::io(format!("opening {}", p.display()), e))?;
+    let mut head = vec![0u8; assignment::HEADER_BYTES];
+    let n = f
+        .read(&mut head)
+        .map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+    head.truncate(n);
+    Ok(head)
+}
+
+/// Writes `bytes` to a new file at `p` and syncs it (and its directory).
+fn write_synced(p: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let what = || format!("writing {}", p.display());
+    let mut f = std::fs::File::create(p).map_err(|e| Error::io(what(), e))?;
+    f.write_all(bytes).map_err(|e| Error::io(what(), e))?;
+    f.sync_all().map_err(|e| Error::io(what(), e))?;
+    if let Some(dir) = p.parent() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// The host's memory (MemTotal of /proc/meminfo), bytes; 16 GiB if unknown.
+fn host_memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(16 << 30, |kb| kb * 1024)
+}

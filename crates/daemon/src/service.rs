@@ -1,0 +1,285 @@
+//! The gRPC layer: each call of `proto/cuzk/v1/prover.proto` mapped onto
+//! the [`Engine`], and the server that listens on TCP or a Unix socket.
+
+use crate::engine::{Payload, Submit};
+use crate::job::{JobRecord, Priority};
+use crate::{pb, Engine, Error, Timings};
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::{Request, Response, Status, Streaming};
+
+/// The Prover service over an engine.
+#[derive(Clone, Debug)]
+pub struct ProverService {
+    engine: Arc<Engine>,
+}
+
+impl ProverService {
+    /// The service of `engine`.
+    pub fn new(engine: Arc<Engine>) -> Self {
+        ProverService { engine }
+    }
+
+    fn timeout(&self, ms: u64) -> Duration {
+        Duration::from_millis(if ms == 0 {
+            self.engine.config().await_timeout_ms
+        } else {
+            ms
+        })
+    }
+
+    async fn submit(&self, r: pb::SubmitProofRequest) -> Result<(String, bool), Status> {
+        let payload = match r.assignment {
+            Some(pb::submit_proof_request::Assignment::Inline(b)) => Payload::Bytes(b),
+            Some(pb::submit_proof_request::Assignment::Path(p)) => Payload::Path(p.into()),
+            None => {
+                return Err(Status::invalid_argument(
+                    "no assignment: set inline (bytes) or path",
+                ))
+            }
+        };
+        Ok(self
+            .engine
+            .submit(Submit {
+                circuit_id: r.circuit_id,
+                priority: priority(r.priority),
+                idempotency_key: Some(r.idempotency_key),
+                payload,
+            })
+            .await?)
+    }
+}
+
+fn priority(p: i32) -> Priority {
+    pb::Priority::try_from(p)
+        .unwrap_or(pb::Priority::Normal)
+        .into()
+}
+
+/// A job row as a ProofResult.
+pub fn result(j: &JobRecord) -> pb::ProofResult {
+    let timings: Option<Timings> = j
+        .timings
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok());
+    pb::ProofResult {
+        job_id: j.id.clone(),
+        state: pb::JobState::from(j.state) as i32,
+        proof: j.proof.clone().unwrap_or_default(),
+        timings: timings.map(Into::into),
+        device: j.device.unwrap_or(-1) as i32,
+        error: j.error.clone().unwrap_or_default(),
+        circuit_id: j.circuit_id.clone(),
+        worker: j.worker.clone().unwrap_or_default(),
+    }
+}
+
+#[tonic::async_trait]
+impl pb::prover_server::Prover for ProverService {
+    async fn submit_proof(
+        &self,
+        req: Request<pb::SubmitProofRequest>,
+    ) -> Result<Response<pb::SubmitProofResponse>, Status> {
+        let (job_id, duplicate) = self.submit(req.into_inner()).await?;
+        Ok(Response::new(pb::SubmitProofResponse { job_id, duplicate }))
+    }
+
+    async fn submit_proof_stream(
+        &self,
+        req: Request<Streaming<pb::SubmitProofChunk>>,
+    ) -> Result<Response<pb::SubmitProofResponse>, Status> {
+        use tokio::io::AsyncWriteExt;
+        let mut s = req.into_inner();
+        let header = match s.message().await? {
+            Some(pb::SubmitProofChunk {
+                part: Some(pb::submit_proof_chunk::Part::Header(h)),
+            }) => h,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message of SubmitProofStream must be the header",
+                ))
+            }
+        };
+        let dir = self.engine.config().payload_dir();
+        let tmp = dir.join(format!("{}.partial", uuid::Uuid::new_v4()));
+        let io =
+            |e: std::io::Error| Status::from(Error::io(format!("writing {}", tmp.display()), e));
+        let mut f = tokio::fs::File::create(&tmp).await.map_err(io)?;
+        let mut got = 0u64;
+        let body = async {
+            while let Some(chunk) = s.message().await? {
+                match chunk.part {
+                    Some(pb::submit_proof_chunk::Part::Data(d)) => {
+                        got += d.len() as u64;
+                        if got > header.assignment_bytes {
+                            return Err(Status::invalid_argument(format!(
+                                "more than the {} assignment bytes the header announced",
+                                header.assignment_bytes
+                            )));
+                        }
+                        f.write_all(&d).await.map_err(io)?;
+                    }
+                    _ => {
+                        return Err(Status::invalid_argument(
+                            "a second header in SubmitProofStream",
+                        ))
+                    }
+                }
+            }
+            if got != header.assignment_bytes {
+                return Err(Status::invalid_argument(format!(
+                    "the stream ended after {got} of the {} assignment bytes the header \
+                     announced",
+                    header.assignment_bytes
+                )));
+            }
+            f.sync_all().await.map_err(io)?;
+            Ok(())
+        }
+        .await;
+        if let Err(e) = body {
+            let _ = tokio::fs::remove_file(&tmp).await;
+            return Err(e);
+        }
+        let r = self
+            .engine
+            .submit(Submit {
+                circuit_id: header.circuit_id,
+                priority: priority(header.priority),
+                idempotency_key: Some(header.idempotency_key),
+                payload: Payload::Owned(tmp.clone()),
+            })
+            .await;
+        if r.is_err() {
+            let _ = tokio::fs::remove_file(&tmp).await;
+        }
+        let (job_id, duplicate) = r?;
+        Ok(Response::new(pb::SubmitProofResponse { job_id, duplicate }))
+    }
+
+    async fn await_proof(
+        &self,
+        req: Request<pb::AwaitProofRequest>,
+    ) -> Result<Response<pb::ProofResult>, Status> {
+        let r = req.into_inner();
+        let j = self
+            .engine
+            .wait(&r.job_id, self.timeout(r.timeout_ms))
+            .await?;
+        Ok(Response::new(result(&j)))
+    }
+
+    async fn prove(
+        &self,
+        req: Request<pb::ProveRequest>,
+    ) -> Result<Response<pb::ProofResult>, Status> {
+        let r = req.into_inner();
+        let submit = r
+            .submit
+            .ok_or_else(|| Status::invalid_argument("Prove without its submit request"))?;
+        let (id, _) = self.submit(submit).await?;
+        let j = self.engine.wait(&id, self.timeout(r.timeout_ms)).await?;
+        Ok(Response::new(result(&j)))
+    }
+
+    async fn cancel_proof(
+        &self,
+        req: Request<pb::CancelProofRequest>,
+    ) -> Result<Response<pb::CancelProofResponse>, Status> {
+        let s = self.engine.cancel(&req.into_inner().job_id).await?;
+        Ok(Response::new(pb::CancelProofResponse {
+            state: pb::JobState::from(s) as i32,
+        }))
+    }
+
+    async fn get_status(
+        &self,
+        _: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::GetStatusResponse>, Status> {
+        Ok(Response::new(self.engine.status().await?))
+    }
+
+    async fn preload_key(
+        &self,
+        req: Request<pb::PreloadKeyRequest>,
+    ) -> Result<Response<pb::PreloadKeyResponse>, Status> {
+        let key = self.engine.preload(&req.into_inner().circuit_id).await?;
+        Ok(Response::new(pb::PreloadKeyResponse { key: Some(key) }))
+    }
+
+    async fn evict_key(
+        &self,
+        req: Request<pb::EvictKeyRequest>,
+    ) -> Result<Response<pb::EvictKeyResponse>, Status> {
+        let evicted = self.engine.registry().evict(&req.into_inner().circuit_id)?;
+        Ok(Response::new(pb::EvictKeyResponse { evicted }))
+    }
+}
+
+/// Serves the Prover service (and, with `metrics_listen`, the metrics)
+/// on the engine's `listen` address until `stop` resolves, then shuts the
+/// engine down (running proofs get `shutdown_grace_secs`).
+///
+/// # Errors
+/// [`Error::Io`] when the address cannot be bound; [`Error::Internal`]
+/// when the server fails.
+pub async fn serve(
+    engine: Arc<Engine>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> crate::Result<()> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        let _ = tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let metrics = if engine.config().metrics_listen.is_empty() {
+        None
+    } else {
+        let (e, addr) = (engine.clone(), engine.config().metrics_listen.clone());
+        let stop = stopped(rx.clone());
+        Some(tokio::spawn(async move {
+            crate::metrics::serve(e, &addr, stop).await
+        }))
+    };
+    let max = engine.config().max_inline_bytes as usize + (1 << 20);
+    let svc = pb::prover_server::ProverServer::new(ProverService::new(engine.clone()))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+    let router = tonic::transport::Server::builder().add_service(svc);
+    let listen = engine.config().listen.clone();
+    let served = if let Some(path) = listen.strip_prefix("unix:") {
+        let _ = std::fs::remove_file(path);
+        let uds = tokio::net::UnixListener::bind(path)
+            .map_err(|e| Error::io(format!("binding unix socket {path}"), e))?;
+        tracing::info!(socket = path, "serving gRPC");
+        router
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::UnixListenerStream::new(uds),
+                stopped(rx.clone()),
+            )
+            .await
+    } else {
+        let l = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| Error::io(format!("binding {listen}"), e))?;
+        tracing::info!(addr = %listen, "serving gRPC");
+        router
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(l),
+                stopped(rx.clone()),
+            )
+            .await
+    };
+    served.map_err(|e| Error::Internal(format!("gRPC server: {e}")))?;
+    tracing::info!("stopping: waiting for running proofs");
+    engine
+        .shutdown(Duration::from_secs(engine.config().shutdown_grace_secs))
+        .await;
+    if let Some(m) = metrics {
+        let _ = m.await;
+    }
+    Ok(())
+}

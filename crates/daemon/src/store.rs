@@ -1,0 +1,554 @@
+//! The durable job store: one table, `cuzk_jobs`, in SQLite (the embedded
+//! default: one file under the data directory) or PostgreSQL (several
+//! daemons sharing one queue), through sqlx's `Any` driver so that both
+//! run the same statements.
+//!
+//! A job is in the store before SubmitProof returns. A worker claims the
+//! oldest job of the highest class under a lease (`lease_owner`,
+//! `lease_until_us`) that it renews while it proves; a job whose lease ran
+//! out (its daemon died) is claimed again by whoever asks next. Finishing a
+//! job checks the lease: only its current holder can store a result, so a
+//! job ends exactly once even when a slow daemon and its successor both
+//! proved it. On PostgreSQL the claim takes the row `FOR UPDATE SKIP
+//! LOCKED`, so daemons on several hosts never take the same job; SQLite
+//! serializes writers by itself. sqlx was chosen over a queue crate because
+//! the queue needs priorities, cancellation, leases and idempotency keys
+//! in one table that a person can query.
+
+use crate::job::{JobRecord, JobState, NewJob, Priority};
+use crate::{Error, Result};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Executor, Row};
+use std::time::Duration;
+
+/// Which database holds the jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// One SQLite file: one daemon.
+    Sqlite,
+    /// A PostgreSQL server: any number of daemons.
+    Postgres,
+}
+
+/// The job store (cheap to clone: a connection pool).
+#[derive(Clone, Debug)]
+pub struct JobStore {
+    pool: AnyPool,
+    kind: StoreKind,
+    /// The URL without its password, for status and logs.
+    shown: String,
+}
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS cuzk_jobs (
+        id TEXT PRIMARY KEY,
+        idempotency_key TEXT UNIQUE,
+        circuit_id TEXT NOT NULL,
+        priority BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        payload_path TEXT NOT NULL,
+        payload_owned BIGINT NOT NULL,
+        payload_bytes BIGINT NOT NULL,
+        submitted_us BIGINT NOT NULL,
+        started_us BIGINT,
+        finished_us BIGINT,
+        lease_owner TEXT,
+        lease_until_us BIGINT,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        cancel_requested BIGINT NOT NULL DEFAULT 0,
+        proof TEXT,
+        timings TEXT,
+        device BIGINT,
+        worker TEXT,
+        error TEXT
+    )",
+    "CREATE INDEX IF NOT EXISTS cuzk_jobs_queue ON cuzk_jobs (state, priority, submitted_us)",
+];
+
+const COLUMNS: &str = "id, circuit_id, priority, state, payload_path, payload_owned, \
+     submitted_us, started_us, finished_us, attempts, proof, timings, device, worker, error, \
+     cancel_requested";
+
+impl JobStore {
+    /// Opens (and creates, for SQLite) the store at `url`
+    /// (`sqlite:///path/jobs.db` or `postgres://user:pass@host/db`) and
+    /// creates the table if it is missing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a URL of another database;
+    /// [`Error::Store`] when the database cannot be reached.
+    pub async fn open(url: &str) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let kind = if url.starts_with("sqlite:") {
+            StoreKind::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            StoreKind::Postgres
+        } else {
+            return Err(Error::InvalidArgument(format!(
+                "database URL `{}`: give sqlite://PATH or postgres://USER@HOST/DB",
+                redact(url)
+            )));
+        };
+        let url = match kind {
+            StoreKind::Sqlite if !url.contains('?') => format!("{url}?mode=rwc"),
+            _ => url.to_string(),
+        };
+        let mut opts = AnyPoolOptions::new()
+            .max_connections(if kind == StoreKind::Sqlite { 4 } else { 8 })
+            .acquire_timeout(Duration::from_secs(30));
+        if kind == StoreKind::Sqlite {
+            // WAL: readers never wait for the writer; synchronous FULL: a
+            // committed job survives a power loss; busy_timeout: writers
+            // queue rather than fail.
+            opts = opts.after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute("PRAGMA synchronous = FULL").await?;
+                    conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = opts.connect(&url).await?;
+        for s in SCHEMA {
+            sqlx::query(s).execute(&pool).await?;
+        }
+        Ok(JobStore {
+            pool,
+            kind,
+            shown: redact(&url),
+        })
+    }
+
+    /// The database kind.
+    pub fn kind(&self) -> StoreKind {
+        self.kind
+    }
+
+    /// The store's URL without its password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Adds a queued job. With an idempotency key already in the store,
+    /// adds nothing and returns the earlier job's id with `true`.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn insert(&self, job: &NewJob, now_us: i64) -> Result<(String, bool)> {
+        let r = sqlx::query(
+            "INSERT INTO cuzk_jobs (id, idempotency_key, circuit_id, priority, state, \
+             payload_path, payload_owned, payload_bytes, submitted_us) \
+             VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8) \
+             ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(&job.id)
+        .bind(job.idempotency_key.clone())
+        .bind(&job.circuit_id)
+        .bind(job.priority.as_i64())
+        .bind(&job.payload_path)
+        .bind(i64::from(job.payload_owned))
+        .bind(job.payload_bytes as i64)
+        .bind(now_us)
+        .execute(&self.pool)
+        .await?;
+        if r.rows_affected() == 1 {
+            return Ok((job.id.clone(), false));
+        }
+        let key = job.idempotency_key.clone().unwrap_or_default();
+        let row = sqlx::query("SELECT id FROM cuzk_jobs WHERE idempotency_key = $1")
+            .bind(key)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((row.try_get::<String, _>("id")?, true))
+    }
+
+    /// Jobs queued or running, and their payloads' bytes.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn depth(&self) -> Result<(u64, u64)> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(payload_bytes), 0) AS BIGINT) AS bytes \
+             FROM cuzk_jobs WHERE state IN ('queued', 'running')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((
+            row.try_get::<i64, _>("n")? as u64,
+            row.try_get::<i64, _>("bytes")? as u64,
+        ))
+    }
+
+    /// Takes the next job for `owner`: the highest class first, the oldest
+    /// first within it, among queued jobs and running jobs whose lease ran
+    /// out. Holds it until `now_us + lease_us` unless renewed.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn claim(
+        &self,
+        owner: &str,
+        now_us: i64,
+        lease_us: i64,
+    ) -> Result<Option<JobRecord>> {
+        let lock = match self.kind {
+            StoreKind::Postgres => " FOR UPDATE SKIP LOCKED",
+            StoreKind::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE cuzk_jobs SET state = 'running', lease_owner = $1, worker = $1, \
+             lease_until_us = $2, started_us = $3, attempts = attempts + 1 \
+             WHERE id = (SELECT id FROM cuzk_jobs \
+               WHERE state = 'queued' OR (state = 'running' AND lease_until_us < $3) \
+               ORDER BY priority DESC, submitted_us, id LIMIT 1{lock}) \
+             RETURNING {COLUMNS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(owner)
+            .bind(now_us + lease_us)
+            .bind(now_us)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| record(&r)).transpose()
+    }
+
+    /// Extends `owner`'s lease on job `id` to `until_us`; false when the
+    /// job is no longer `owner`'s (its lease ran out and another took it,
+    /// or it ended).
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn renew(&self, id: &str, owner: &str, until_us: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE cuzk_jobs SET lease_until_us = $1 \
+             WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
+        )
+        .bind(until_us)
+        .bind(id)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    /// Stores `owner`'s proof of job `id` (done, or cancelled when a
+    /// cancellation was asked meanwhile); false when the job is no longer
+    /// `owner`'s, and then nothing changes.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn complete(
+        &self,
+        id: &str,
+        owner: &str,
+        proof: &[u8],
+        timings_json: &str,
+        device: i64,
+        now_us: i64,
+    ) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE cuzk_jobs SET \
+             state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'done' END, \
+             proof = CASE WHEN cancel_requested = 1 THEN NULL ELSE $1 END, \
+             timings = $2, device = $3, finished_us = $4, lease_owner = NULL \
+             WHERE id = $5 AND lease_owner = $6 AND state = 'running'",
+        )
+        .bind(hex::encode(proof))
+        .bind(timings_json)
+        .bind(device)
+        .bind(now_us)
+        .bind(id)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    /// Marks `owner`'s job `id` failed with `error`; false when the job is
+    /// no longer `owner`'s.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn fail(&self, id: &str, owner: &str, error: &str, now_us: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE cuzk_jobs SET state = 'failed', error = $1, finished_us = $2, \
+             lease_owner = NULL WHERE id = $3 AND lease_owner = $4 AND state = 'running'",
+        )
+        .bind(error)
+        .bind(now_us)
+        .bind(id)
+        .bind(owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    /// Cancels job `id`: a queued job at once, a running one when its proof
+    /// completes. Returns the state after the call.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
+    pub async fn cancel(&self, id: &str, now_us: i64) -> Result<JobState> {
+        sqlx::query(
+            "UPDATE cuzk_jobs SET state = 'cancelled', finished_us = $1 \
+             WHERE id = $2 AND state = 'queued'",
+        )
+        .bind(now_us)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query(
+            "UPDATE cuzk_jobs SET cancel_requested = 1 WHERE id = $1 AND state = 'running'",
+        )
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        match self.get(id).await? {
+            Some(j) => Ok(j.state),
+            None => Err(Error::NotFound(format!("no job {id}"))),
+        }
+    }
+
+    /// Job `id`, if the store has it.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn get(&self, id: &str) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM cuzk_jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| record(&r)).transpose()
+    }
+
+    /// Puts every running job back in the queue: for a single daemon on
+    /// SQLite at start, whose previous run died holding them. Returns how
+    /// many.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn requeue_running(&self) -> Result<u64> {
+        let r = sqlx::query(
+            "UPDATE cuzk_jobs SET state = 'queued', lease_owner = NULL, lease_until_us = NULL \
+             WHERE state = 'running'",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected())
+    }
+
+    /// How many jobs each (class, state) has.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn counts(&self) -> Result<Vec<(Priority, JobState, u64)>> {
+        let rows = sqlx::query(
+            "SELECT priority, state, COUNT(*) AS n FROM cuzk_jobs GROUP BY priority, state",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    Priority::from_i64(r.try_get("priority")?),
+                    JobState::parse(&r.try_get::<String, _>("state")?)?,
+                    r.try_get::<i64, _>("n")? as u64,
+                ))
+            })
+            .collect()
+    }
+
+    /// Closes the pool (waits for its connections to finish).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn record(r: &AnyRow) -> Result<JobRecord> {
+    let proof: Option<String> = r.try_get("proof")?;
+    let proof = proof
+        .map(hex::decode)
+        .transpose()
+        .map_err(|e| Error::Internal(format!("a stored proof is not hex: {e}")))?;
+    Ok(JobRecord {
+        id: r.try_get("id")?,
+        circuit_id: r.try_get("circuit_id")?,
+        priority: Priority::from_i64(r.try_get("priority")?),
+        state: JobState::parse(&r.try_get::<String, _>("state")?)?,
+        payload_path: r.try_get("payload_path")?,
+        payload_owned: r.try_get::<i64, _>("payload_owned")? != 0,
+        submitted_us: r.try_get("submitted_us")?,
+        started_us: r.try_get("started_us")?,
+        finished_us: r.try_get("finished_us")?,
+        attempts: r.try_get("attempts")?,
+        proof,
+        timings: r.try_get("timings")?,
+        device: r.try_get("device")?,
+        worker: r.try_get("worker")?,
+        error: r.try_get("error")?,
+        cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
+    })
+}
+
+/// `url` with the password (between `:` and `@` after the scheme) hidden.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.split_once('@') {
+        Some((auth, host)) => match auth.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, p: Priority, key: Option<&str>) -> NewJob {
+        NewJob {
+            id: id.into(),
+            circuit_id: "c".into(),
+            priority: p,
+            idempotency_key: key.map(String::from),
+            payload_path: format!("/tmp/{id}"),
+            payload_owned: true,
+            payload_bytes: 100,
+        }
+    }
+
+    async fn store() -> (JobStore, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
+        (JobStore::open(&url).await.unwrap(), dir)
+    }
+
+    #[tokio::test]
+    async fn claims_by_class_then_age() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::Low, None), 1).await.unwrap();
+        s.insert(&job("b", Priority::Normal, None), 2)
+            .await
+            .unwrap();
+        s.insert(&job("c", Priority::Critical, None), 3)
+            .await
+            .unwrap();
+        s.insert(&job("d", Priority::Normal, None), 4)
+            .await
+            .unwrap();
+        let order: Vec<String> = {
+            let mut v = Vec::new();
+            while let Some(j) = s.claim("w", 10, 1_000_000).await.unwrap() {
+                assert_eq!(j.state, JobState::Running);
+                v.push(j.id);
+            }
+            v
+        };
+        assert_eq!(order, ["c", "b", "d", "a"]);
+        assert_eq!(s.depth().await.unwrap(), (4, 400));
+    }
+
+    #[tokio::test]
+    async fn idempotency_key_returns_the_first_job() {
+        let (s, _d) = store().await;
+        assert_eq!(
+            s.insert(&job("a", Priority::Normal, Some("k")), 1)
+                .await
+                .unwrap(),
+            ("a".to_string(), false)
+        );
+        assert_eq!(
+            s.insert(&job("b", Priority::High, Some("k")), 2)
+                .await
+                .unwrap(),
+            ("a".to_string(), true)
+        );
+        assert!(s.get("b").await.unwrap().is_none());
+        // No key: never deduplicated.
+        s.insert(&job("c", Priority::Normal, None), 3)
+            .await
+            .unwrap();
+        s.insert(&job("d", Priority::Normal, None), 4)
+            .await
+            .unwrap();
+        assert_eq!(s.depth().await.unwrap().0, 3);
+    }
+
+    #[tokio::test]
+    async fn leases_decide_who_finishes() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        let j = s.claim("w1", 10, 100).await.unwrap().unwrap();
+        assert_eq!(j.attempts, 1);
+        // Within the lease nobody else gets it; after, w2 does.
+        assert!(s.claim("w2", 50, 100).await.unwrap().is_none());
+        assert!(s.renew("a", "w1", 150).await.unwrap());
+        assert!(s.claim("w2", 149, 100).await.unwrap().is_none());
+        let j = s.claim("w2", 151, 100).await.unwrap().unwrap();
+        assert_eq!(j.attempts, 2);
+        // w1 lost it: its result is refused, w2's is kept, once.
+        assert!(!s.complete("a", "w1", &[1], "{}", 0, 160).await.unwrap());
+        assert!(!s.renew("a", "w1", 300).await.unwrap());
+        assert!(s.complete("a", "w2", &[2, 3], "{}", -1, 170).await.unwrap());
+        assert!(!s.complete("a", "w2", &[4], "{}", -1, 171).await.unwrap());
+        let j = s.get("a").await.unwrap().unwrap();
+        assert_eq!(j.state, JobState::Done);
+        assert_eq!(j.proof.as_deref(), Some(&[2u8, 3][..]));
+        assert_eq!(j.device, Some(-1));
+        assert_eq!(j.worker.as_deref(), Some("w2"));
+    }
+
+    #[tokio::test]
+    async fn cancel_queued_now_running_at_the_end() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        s.insert(&job("b", Priority::Normal, None), 2)
+            .await
+            .unwrap();
+        assert_eq!(s.cancel("b", 3).await.unwrap(), JobState::Cancelled);
+        let j = s.claim("w", 4, 100).await.unwrap().unwrap();
+        assert_eq!(j.id, "a");
+        assert!(s.claim("w", 4, 100).await.unwrap().is_none());
+        assert_eq!(s.cancel("a", 5).await.unwrap(), JobState::Running);
+        assert!(s.complete("a", "w", &[1], "{}", 0, 6).await.unwrap());
+        let j = s.get("a").await.unwrap().unwrap();
+        assert_eq!(j.state, JobState::Cancelled);
+        assert!(j.proof.is_none());
+        assert!(matches!(s.cancel("zz", 7).await, Err(Error::NotFound(_))));
+    }
+
+    #[tokio::test]
+    async fn requeue_after_a_crash_and_failures() {
+        let (s, d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        s.claim("dead", 2, 1_000_000_000).await.unwrap().unwrap();
+        drop(s);
+        let url = format!("sqlite://{}", d.path().join("jobs.db").display());
+        let s = JobStore::open(&url).await.unwrap();
+        assert_eq!(s.requeue_running().await.unwrap(), 1);
+        let j = s.claim("new", 3, 100).await.unwrap().unwrap();
+        assert_eq!((j.id.as_str(), j.attempts), ("a", 2));
+        assert!(s.fail("a", "new", "bad witness", 4).await.unwrap());
+        let j = s.get("a").await.unwrap().unwrap();
+        assert_eq!(j.state, JobState::Failed);
+        assert_eq!(j.error.as_deref(), Some("bad witness"));
+        let counts = s.counts().await.unwrap();
+        assert_eq!(counts, vec![(Priority::Normal, JobState::Failed, 1)]);
+    }
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("sqlite:///x/jobs.db"), "sqlite:///x/jobs.db");
+    }
+}
