@@ -174,6 +174,12 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         &nvcc,
         &args.archs,
     )?;
+    // The proving service and its client.
+    let daemon = build_executables(
+        &["build", "-p", "cuzk-daemon", "--bins"],
+        &nvcc,
+        &args.archs,
+    )?;
     // The prover's example (a real circuit, proved and verified).
     let examples = build_executables(
         &[
@@ -183,7 +189,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
             "--example",
             "prove",
             "--features",
-            "cuzk-prover/test-utils",
+            "cuzk-prover/test-utils,cuzk-prover/circuits",
         ],
         &nvcc,
         &args.archs,
@@ -209,7 +215,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
         copy_stripped(exe, &out.join("benches").join(short))?;
     }
-    for (exe, _) in bins.iter().chain(&examples) {
+    for (exe, _) in bins.iter().chain(&daemon).chain(&examples) {
         copy_stripped(exe, &out.join("bin").join(exe.file_name().unwrap()))?;
     }
     for (name, text) in [("run-tests", RUN_TESTS), ("run-bench", RUN_BENCH)] {

@@ -79,6 +79,7 @@ pub(crate) fn run_tests(args: Args) -> Result<()> {
             .args(["clippy", "--workspace", "--all-targets"])
             .args(exclude)
             .args(features)
+            .args(["--features", "cuzk-daemon/postgres-tests"])
             .args(["--", "-D", "warnings"]))?;
     }
     if let Some(nvcc) = &nvcc {
@@ -102,6 +103,20 @@ pub(crate) fn run_tests(args: Args) -> Result<()> {
         test.args(["--", "--include-ignored"]);
     }
     run(&mut test)?;
+    // The job store on PostgreSQL, when a server is named (.ci/run starts
+    // one; by hand: eval "$(.ci/postgres)").
+    let postgres = std::env::var_os("CUZK_TEST_DATABASE_URL").is_some();
+    if postgres {
+        run(with_env(cargo())
+            .args(["test", "-p", "cuzk-daemon", "--test", "postgres"])
+            .args(features)
+            .args(["--features", "cuzk-daemon/postgres-tests"]))?;
+    } else {
+        println!(
+            "cargo xtask test: PostgreSQL tests not run (no CUZK_TEST_DATABASE_URL; \
+             eval \"$(.ci/postgres)\" starts a server)"
+        );
+    }
     println!(
         "cargo xtask test: all steps passed{}",
         if gpu {

@@ -235,9 +235,24 @@ fn http_get(port: u16, path: &str) -> String {
     out
 }
 
+/// The daemon executable: cargo's build of it, or, in a bundle made by
+/// `cargo xtask bundle` (tests/ beside bin/), the bundle's own.
+fn daemon_exe() -> std::path::PathBuf {
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_cuzk-daemon"));
+    if built.exists() {
+        return built;
+    }
+    let me = std::env::current_exe().expect("the test's own path");
+    me.parent()
+        .and_then(|tests| tests.parent())
+        .map(|bundle| bundle.join("bin/cuzk-daemon"))
+        .filter(|p| p.exists())
+        .unwrap_or(built)
+}
+
 /// The daemon binary on `port` over `data` and `keys`.
 fn daemon(port: u16, data: &Path, keys: &Path) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+    std::process::Command::new(daemon_exe())
         .args(["--listen", &format!("127.0.0.1:{port}"), "--devices", "cpu"])
         .arg("--data-dir")
         .arg(data)

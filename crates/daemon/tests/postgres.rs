@@ -1,0 +1,128 @@
+//! The job store on PostgreSQL, as several daemons share it: two stores
+//! (two hosts) and many workers claim concurrently and never take one job
+//! twice; a dead host's leases run out and its jobs go to the others.
+//!
+//! Needs a server: `eval "$(.ci/postgres)"` starts one and sets
+//! CUZK_TEST_DATABASE_URL; built with the `postgres-tests` feature, which
+//! `cargo xtask test` turns on when that variable is set (CI's .ci/run
+//! starts the server).
+
+use cuzk_daemon::job::{JobState, NewJob, Priority};
+use cuzk_daemon::JobStore;
+use sqlx::Connection;
+use std::collections::HashSet;
+
+/// A fresh database on the test server; its URL.
+async fn fresh_db() -> String {
+    let url = std::env::var("CUZK_TEST_DATABASE_URL")
+        .expect("CUZK_TEST_DATABASE_URL: run `eval \"$(.ci/postgres)\"` first");
+    let name = format!("cuzk_test_{}", uuid::Uuid::new_v4().simple());
+    let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let base = url.rsplit_once('/').unwrap().0;
+    format!("{base}/{name}")
+}
+
+fn job(i: usize, p: Priority) -> NewJob {
+    NewJob {
+        id: format!("job-{i:03}"),
+        circuit_id: "c".into(),
+        priority: p,
+        idempotency_key: Some(format!("key-{i}")),
+        payload_path: format!("/payloads/{i}"),
+        payload_owned: true,
+        payload_bytes: 1000,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hosts_never_take_one_job_twice() {
+    let url = fresh_db().await;
+    let hosts = [
+        JobStore::open(&url).await.unwrap(),
+        JobStore::open(&url).await.unwrap(),
+    ];
+    for i in 0..60 {
+        let p = Priority::ALL[i % 4];
+        let (id, dup) = hosts[i % 2].insert(&job(i, p), i as i64).await.unwrap();
+        assert_eq!((id, dup), (format!("job-{i:03}"), false));
+    }
+    // The same key from the other host is the same job.
+    let (id, dup) = hosts[1].insert(&job(0, Priority::Low), 100).await.unwrap();
+    assert_eq!((id.as_str(), dup), ("job-000", true));
+    assert_eq!(hosts[0].depth().await.unwrap(), (60, 60_000));
+
+    // 8 workers on each host claim and complete until the queue is empty.
+    let mut tasks = Vec::new();
+    for w in 0..16 {
+        let s = hosts[w % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let owner = format!("host{}-w{w}", w % 2);
+            let mut mine = Vec::new();
+            while let Some(j) = s.claim(&owner, 1_000, 60_000_000).await.unwrap() {
+                assert!(s
+                    .complete(&j.id, &owner, &[1, 2, 3], "{}", w as i64, 2_000)
+                    .await
+                    .unwrap());
+                mine.push((j.priority, j.id));
+            }
+            mine
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    assert_eq!(all.len(), 60, "every job claimed once");
+    let ids: HashSet<_> = all.iter().map(|(_, id)| id.clone()).collect();
+    assert_eq!(ids.len(), 60, "no job claimed twice");
+    let counts = hosts[1].counts().await.unwrap();
+    let done: u64 = counts
+        .iter()
+        .filter(|c| c.1 == JobState::Done)
+        .map(|c| c.2)
+        .sum();
+    assert_eq!(done, 60);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_hosts_jobs_return_to_the_queue() {
+    let url = fresh_db().await;
+    let (a, b) = (
+        JobStore::open(&url).await.unwrap(),
+        JobStore::open(&url).await.unwrap(),
+    );
+    a.insert(&job(1, Priority::High), 1).await.unwrap();
+    a.insert(&job(2, Priority::Critical), 2).await.unwrap();
+    // Host a takes the critical job, then dies (its lease ends at 110).
+    let j = a.claim("a", 10, 100).await.unwrap().unwrap();
+    assert_eq!(j.id, "job-002");
+    let j = b.claim("b", 20, 100).await.unwrap().unwrap();
+    assert_eq!(j.id, "job-001");
+    assert!(b.claim("b", 50, 100).await.unwrap().is_none());
+    let j = b.claim("b", 111, 100).await.unwrap().unwrap();
+    assert_eq!((j.id.as_str(), j.attempts), ("job-002", 2));
+    // A late result of the dead host is refused; b's is kept.
+    assert!(!a
+        .complete("job-002", "a", &[9], "{}", 0, 120)
+        .await
+        .unwrap());
+    assert!(b
+        .complete("job-002", "b", &[7], "{}", 1, 130)
+        .await
+        .unwrap());
+    let j = a.get("job-002").await.unwrap().unwrap();
+    assert_eq!(
+        (j.state, j.proof.as_deref()),
+        (JobState::Done, Some(&[7u8][..]))
+    );
+    assert_eq!(a.cancel("job-001", 140).await.unwrap(), JobState::Running);
+    assert!(b.fail("job-001", "b", "bad witness", 150).await.unwrap());
+    assert_eq!(
+        b.get("job-001").await.unwrap().unwrap().state,
+        JobState::Failed
+    );
+}
