@@ -297,6 +297,9 @@ impl Engine {
                     )));
                 }
                 check_sizes(&b, &header, &req.circuit_id)?;
+                // Decoded in full: a bad element is refused now, not when
+                // a worker reaches the job.
+                Assignment::from_bytes(&b)?;
                 let p = self.payload_dir.join(format!("{id}.asg"));
                 write_synced(&p, &b)?;
                 (p, true, b.len() as u64)

@@ -71,6 +71,10 @@ pub fn result(j: &JobRecord) -> pb::ProofResult {
         error: j.error.clone().unwrap_or_default(),
         circuit_id: j.circuit_id.clone(),
         worker: j.worker.clone().unwrap_or_default(),
+        submitted_unix_us: j.submitted_us,
+        started_unix_us: j.started_us.unwrap_or(0),
+        finished_unix_us: j.finished_us.unwrap_or(0),
+        attempts: j.attempts as u32,
     }
 }
 

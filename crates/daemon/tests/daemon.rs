@@ -1,91 +1,28 @@
-//! End to end: keys written by `circuits::keygen`, the daemon on the CPU
-//! path, proofs over gRPC checked by ark-groth16's verifier; and a daemon
-//! killed with SIGKILL and restarted finishes every accepted job once.
+//! End to end on the CPU path: keys written by `circuits::keygen`, proofs
+//! over gRPC checked by ark-groth16's verifier; real `cuzk-daemon`
+//! processes for load, priorities, backpressure, and SIGKILL with a
+//! restart.
 
-use ark_serialize::CanonicalDeserialize;
-use cuzk_daemon::pb::{self, prover_client::ProverClient};
-use cuzk_daemon::{circuits, service, Assignment, Config, Engine};
-use cuzk_prover::circuits::Sha256Chain;
-use rand::SeedableRng;
-use std::path::Path;
+mod common;
+
+use common::*;
+use cuzk_daemon::pb;
+use cuzk_daemon::{service, Config, Engine};
+use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
-const ID: &str = "sha256-1";
-
-/// A circuit directory for a one-compression SHA-256 chain.
-fn keygen(dir: &Path) {
-    let c = Sha256Chain::new([0; 32], 1);
-    let syn = cuzk_prover::synthesize(c.clone(), false).unwrap();
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(26);
-    circuits::keygen(dir, ID, c, &syn, &mut rng).unwrap();
-}
-
-/// The assignment of the chain from `preimage`.
-fn witness(preimage: u8) -> Assignment {
-    let syn = cuzk_prover::synthesize(Sha256Chain::new([preimage; 32], 1), true).unwrap();
-    Assignment::from_full(&syn.full_assignment, syn.num_inputs).unwrap()
-}
-
-fn verifies(keys: &Path, proof: &[u8], a: &Assignment) -> bool {
-    let vk = circuits::read_vk(&keys.join(ID)).unwrap();
-    let p = cuzk_prover::Proof::deserialize_compressed(proof).unwrap();
-    let pvk = ark_groth16::prepare_verifying_key(&vk);
-    ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::verify_proof(&pvk, &p, &a.public).unwrap()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn connect(addr: &str) -> ProverClient<tonic::transport::Channel> {
-    for _ in 0..600 {
-        if let Ok(c) = ProverClient::connect(addr.to_string()).await {
-            return c;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("no daemon at {addr}");
-}
-
-fn inline(a: &Assignment, key: &str, prio: pb::Priority) -> pb::SubmitProofRequest {
-    pb::SubmitProofRequest {
-        circuit_id: ID.into(),
-        priority: prio as i32,
-        idempotency_key: key.into(),
-        assignment: Some(pb::submit_proof_request::Assignment::Inline(a.to_bytes())),
-    }
-}
-
-async fn await_done(c: &mut ProverClient<tonic::transport::Channel>, id: &str) -> pb::ProofResult {
-    let r = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id: id.into(),
-            timeout_ms: 300_000,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(r.state, pb::JobState::Done as i32, "job {id}: {}", r.error);
-    r
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn proofs_over_grpc_verify() {
+async fn every_call_and_bad_input_in_process() {
     let tmp = tempfile::tempdir().unwrap();
-    let keys = tmp.path().join("keys");
-    keygen(&keys);
     let (port, mport) = (free_port(), free_port());
     let config = Config {
         listen: format!("127.0.0.1:{port}"),
         metrics_listen: format!("127.0.0.1:{mport}"),
         data_dir: tmp.path().join("data"),
-        key_dirs: vec![keys.clone()],
+        key_dirs: vec![keys().to_path_buf()],
         devices: Some(Vec::new()),
         gpu_workers_per_device: 2,
+        max_inline_bytes: 4 << 20,
         ..Config::default()
     };
     let engine = Engine::start(config).await.unwrap();
@@ -93,62 +30,63 @@ async fn proofs_over_grpc_verify() {
     let server = tokio::spawn(service::serve(engine, async {
         let _ = stopped.await;
     }));
-    let mut c = connect(&format!("http://127.0.0.1:{port}")).await;
+    let mut c = connect(port).await;
 
     // Inline, with an idempotency key: the second submission is the first job.
-    let a = witness(1);
+    let a = witness(ONE, 1);
     let first = c
-        .submit_proof(inline(&a, "k1", pb::Priority::High))
+        .submit_proof(inline(ONE, &a, "k1", pb::Priority::High))
         .await
         .unwrap()
         .into_inner();
     assert!(!first.duplicate);
     let again = c
-        .submit_proof(inline(&a, "k1", pb::Priority::High))
+        .submit_proof(inline(ONE, &a, "k1", pb::Priority::High))
         .await
         .unwrap()
         .into_inner();
     assert!(again.duplicate);
     assert_eq!(again.job_id, first.job_id);
     let r = await_done(&mut c, &first.job_id).await;
-    assert!(verifies(&keys, &r.proof, &a));
-    assert_eq!(r.device, -1);
+    assert!(verifies(ONE, &r.proof, &a));
+    assert_eq!((r.device, r.attempts), (-1, 1));
     assert!(r.timings.unwrap().total_ms > 0.0);
+    assert!(r.submitted_unix_us <= r.started_unix_us && r.started_unix_us <= r.finished_unix_us);
 
     // Streamed in chunks.
-    let b = witness(2);
+    let b = witness(ONE, 2);
     let bytes = b.to_bytes();
-    let mut msgs = vec![pb::SubmitProofChunk {
+    let header = |n: usize| pb::SubmitProofChunk {
         part: Some(pb::submit_proof_chunk::Part::Header(
             pb::SubmitProofHeader {
-                circuit_id: ID.into(),
+                circuit_id: ONE.into(),
                 priority: pb::Priority::Low as i32,
                 idempotency_key: String::new(),
-                assignment_bytes: bytes.len() as u64,
+                assignment_bytes: n as u64,
             },
         )),
-    }];
-    for chunk in bytes.chunks(10_000) {
-        msgs.push(pb::SubmitProofChunk {
-            part: Some(pb::submit_proof_chunk::Part::Data(chunk.to_vec())),
-        });
-    }
+    };
+    let data = |d: &[u8]| pb::SubmitProofChunk {
+        part: Some(pb::submit_proof_chunk::Part::Data(d.to_vec())),
+    };
+    let mut msgs = vec![header(bytes.len())];
+    msgs.extend(bytes.chunks(10_000).map(data));
     let streamed = c
         .submit_proof_stream(tokio_stream::iter(msgs))
         .await
         .unwrap()
         .into_inner();
     let r = await_done(&mut c, &streamed.job_id).await;
-    assert!(verifies(&keys, &r.proof, &b));
+    assert!(verifies(ONE, &r.proof, &b));
 
     // By path, through Prove (submit and await in one call).
-    let d = witness(3);
+    let d = witness(TINY, 3);
     let path = tmp.path().join("d.asg");
     d.write_file(&path).unwrap();
     let r = c
         .prove(pb::ProveRequest {
             submit: Some(pb::SubmitProofRequest {
-                circuit_id: ID.into(),
+                circuit_id: TINY.into(),
                 priority: pb::Priority::Critical as i32,
                 idempotency_key: String::new(),
                 assignment: Some(pb::submit_proof_request::Assignment::Path(
@@ -161,25 +99,67 @@ async fn proofs_over_grpc_verify() {
         .unwrap()
         .into_inner();
     assert_eq!(r.state, pb::JobState::Done as i32, "{}", r.error);
-    assert!(verifies(&keys, &r.proof, &d));
+    assert!(verifies(TINY, &r.proof, &d));
     assert!(
-        !verifies(&keys, &r.proof, &a),
-        "a proof verifies only for its own inputs"
+        !verifies(TINY, &r.proof, &witness(TINY, 4)),
+        "a proof is for its own inputs"
     );
 
-    // Bad requests: clear errors, the daemon goes on.
-    let mut short = witness(4);
+    // Bad inputs: clear errors, and the daemon goes on.
+    let code = |r: Result<tonic::Response<pb::SubmitProofResponse>, tonic::Status>| {
+        let e = r.unwrap_err();
+        (e.code(), e.message().to_string())
+    };
+    let mut short = witness(ONE, 4);
     short.witness.pop();
-    let e = c
-        .submit_proof(inline(&short, "", pb::Priority::Normal))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
-    assert!(e.message().contains("witness values"), "{}", e.message());
-    let mut unknown = inline(&a, "", pb::Priority::Normal);
+    let (k, m) = code(
+        c.submit_proof(inline(ONE, &short, "", pb::Priority::Normal))
+            .await,
+    );
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("witness values"), "{m}");
+    let mut unknown = inline(ONE, &a, "", pb::Priority::Normal);
     unknown.circuit_id = "nope".into();
-    let e = c.submit_proof(unknown).await.unwrap_err();
-    assert_eq!(e.code(), tonic::Code::NotFound, "{e}");
+    let (k, m) = code(c.submit_proof(unknown).await);
+    assert_eq!(k, tonic::Code::NotFound, "{m}");
+    let mut bad = inline(ONE, &a, "", pb::Priority::Normal);
+    if let Some(pb::submit_proof_request::Assignment::Inline(b)) = &mut bad.assignment {
+        b[0] = b'X';
+    }
+    let (k, m) = code(c.submit_proof(bad).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("not a cuzk assignment"), "{m}");
+    let mut big = inline(ONE, &a, "", pb::Priority::Normal);
+    if let Some(pb::submit_proof_request::Assignment::Inline(b)) = &mut big.assignment {
+        b[24 + 32 * 5..24 + 32 * 6].fill(0xff);
+    }
+    let (k, m) = code(c.submit_proof(big).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("not below Fr's modulus"), "{m}");
+    let mut huge = inline(ONE, &a, "", pb::Priority::Normal);
+    huge.assignment = Some(pb::submit_proof_request::Assignment::Inline(vec![
+        0;
+        4 << 20
+            | 1
+    ]));
+    let (k, m) = code(c.submit_proof(huge).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("max_inline_bytes"), "{m}");
+    let mut nopath = inline(ONE, &a, "", pb::Priority::Normal);
+    nopath.assignment = Some(pb::submit_proof_request::Assignment::Path(
+        "/no/such".into(),
+    ));
+    let (k, _) = code(c.submit_proof(nopath).await);
+    assert_ne!(k, tonic::Code::Ok);
+    let msgs = vec![header(bytes.len()), data(&bytes[..100])];
+    let (k, m) = code(c.submit_proof_stream(tokio_stream::iter(msgs)).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("ended after 100"), "{m}");
+    let (k, _) = code(
+        c.submit_proof_stream(tokio_stream::iter(vec![data(&bytes)]))
+            .await,
+    );
+    assert_eq!(k, tonic::Code::InvalidArgument);
     let e = c
         .await_proof(pb::AwaitProofRequest {
             job_id: "no-such-job".into(),
@@ -188,6 +168,18 @@ async fn proofs_over_grpc_verify() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::NotFound);
+    let e = c
+        .cancel_proof(pb::CancelProofRequest {
+            job_id: "no-such-job".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    // No stray payload files from the refused submissions.
+    let payloads = std::fs::read_dir(tmp.path().join("data/payloads"))
+        .unwrap()
+        .count();
+    assert_eq!(payloads, 0);
 
     // Status and metrics.
     let s = c
@@ -195,11 +187,11 @@ async fn proofs_over_grpc_verify() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(s.circuits, vec![ID.to_string()]);
+    assert_eq!(s.circuits, vec![TINY.to_string(), ONE.to_string()]);
     assert_eq!(s.devices.len(), 1);
     assert_eq!(s.devices[0].proofs_done, 3);
     assert_eq!(s.done, 3);
-    assert_eq!(s.keys.len(), 1);
+    assert_eq!(s.keys.len(), 2);
     let metrics = http_get(mport, "/metrics");
     assert!(metrics.contains("cuzk_jobs{state=\"done\"} 3"), "{metrics}");
     assert!(metrics.contains("cuzk_proof_stage_seconds"), "{metrics}");
@@ -207,7 +199,7 @@ async fn proofs_over_grpc_verify() {
     // Evict and preload.
     let r = c
         .evict_key(pb::EvictKeyRequest {
-            circuit_id: ID.into(),
+            circuit_id: ONE.into(),
         })
         .await
         .unwrap()
@@ -215,7 +207,7 @@ async fn proofs_over_grpc_verify() {
     assert!(r.evicted);
     let r = c
         .preload_key(pb::PreloadKeyRequest {
-            circuit_id: ID.into(),
+            circuit_id: ONE.into(),
         })
         .await
         .unwrap()
@@ -235,82 +227,146 @@ fn http_get(port: u16, path: &str) -> String {
     out
 }
 
-/// The daemon executable: cargo's build of it, or, in a bundle made by
-/// `cargo xtask bundle` (tests/ beside bin/), the bundle's own.
-fn daemon_exe() -> std::path::PathBuf {
-    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_cuzk-daemon"));
-    if built.exists() {
-        return built;
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_jobs_from_eight_clients_all_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut d = Daemon::start(port, tmp.path(), &["--gpu-workers-per-device", "2"]);
+    let mut tasks = Vec::new();
+    for client in 0..8u64 {
+        tasks.push(tokio::spawn(async move {
+            let mut c = connect(port).await;
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(200 + client);
+            let mut mine = Vec::new();
+            for j in 0..25 {
+                let a = witness(TINY, (client * 25 + j) as u8);
+                let p = pb::Priority::try_from(rng.gen_range(1..=4)).unwrap();
+                mine.push((submit(&mut c, TINY, &a, "", p).await, a));
+            }
+            for (id, a) in &mine {
+                let r = await_done(&mut c, id).await;
+                assert!(verifies(TINY, &r.proof, a), "job {id}");
+            }
+            mine.len()
+        }));
     }
-    let me = std::env::current_exe().expect("the test's own path");
-    me.parent()
-        .and_then(|tests| tests.parent())
-        .map(|bundle| bundle.join("bin/cuzk-daemon"))
-        .filter(|p| p.exists())
-        .unwrap_or(built)
+    let mut n = 0;
+    for t in tasks {
+        n += t.await.unwrap();
+    }
+    assert_eq!(n, 200);
+    let mut c = connect(port).await;
+    let s = c
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((s.done, s.failed), (200, 0));
+    assert!(d.terminate(), "SIGTERM stops the daemon cleanly");
 }
 
-/// The daemon binary on `port` over `data` and `keys`.
-fn daemon(port: u16, data: &Path, keys: &Path) -> std::process::Child {
-    std::process::Command::new(daemon_exe())
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--devices", "cpu"])
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--key-dir")
-        .arg(keys)
-        .args(["--gpu-workers-per-device", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critical_job_behind_fifty_normal_ones_starts_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _d = Daemon::start(port, tmp.path(), &["--gpu-workers-per-device", "1"]);
+    let mut c = connect(port).await;
+    let a = witness(ONE, 1);
+    // Witnesses first, so that the submissions come in quick succession.
+    let b = witness(ONE, 2);
+    let mut normal = Vec::new();
+    for _ in 0..50 {
+        normal.push(submit(&mut c, ONE, &b, "", pb::Priority::Normal).await);
+    }
+    let critical = submit(&mut c, ONE, &a, "", pb::Priority::Critical).await;
+    let cr = await_done(&mut c, &critical).await;
+    assert!(verifies(ONE, &cr.proof, &a));
+    let mut started_before = 0;
+    for id in &normal {
+        let r = poll(&mut c, id, 1).await;
+        let s = r.started_unix_us;
+        // A normal job may have started before the critical one arrived
+        // (the one worker was busy with it); none started in between.
+        assert!(
+            s == 0 || s < cr.submitted_unix_us || s >= cr.started_unix_us,
+            "normal job {id} started at {s}, after the critical job's submission ({}) and \
+             before its start ({})",
+            cr.submitted_unix_us,
+            cr.started_unix_us
+        );
+        if s != 0 && s < cr.started_unix_us {
+            started_before += 1;
+        }
+    }
+    assert!(
+        started_before <= 2,
+        "{started_before} normal jobs ran first"
+    );
+    for id in &normal {
+        c.cancel_proof(pb::CancelProofRequest { job_id: id.clone() })
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_refuses_with_resource_exhausted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _d = Daemon::start(
+        port,
+        tmp.path(),
+        &["--gpu-workers-per-device", "1", "--max-queued-jobs", "2"],
+    );
+    let mut c = connect(port).await;
+    let a = witness(ONE, 1);
+    let j1 = submit(&mut c, ONE, &a, "", pb::Priority::Normal).await;
+    let j2 = submit(&mut c, ONE, &a, "", pb::Priority::Normal).await;
+    let e = c
+        .submit_proof(inline(ONE, &a, "", pb::Priority::Normal))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
+    assert!(e.message().contains("retry later"), "{}", e.message());
+    for j in [j1, j2] {
+        c.cancel_proof(pb::CancelProofRequest { job_id: j })
+            .await
+            .unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_and_restart_finish_every_job_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let keys = tmp.path().join("keys");
-    keygen(&keys);
-    let data = tmp.path().join("data");
     let port = free_port();
-    let addr = format!("http://127.0.0.1:{port}");
-    let mut d = daemon(port, &data, &keys);
-    let mut c = connect(&addr).await;
+    let flags = ["--gpu-workers-per-device", "1"];
+    let mut d = Daemon::start(port, tmp.path(), &flags);
+    let mut c = connect(port).await;
     // One job proved before the kill, then four accepted and the daemon
     // killed while it works on them.
-    let a0 = witness(10);
-    let j0 = c
-        .submit_proof(inline(&a0, "", pb::Priority::Normal))
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let a0 = witness(ONE, 10);
+    let j0 = submit(&mut c, ONE, &a0, "", pb::Priority::Normal).await;
     let r0 = await_done(&mut c, &j0).await;
     let mut jobs = Vec::new();
     for i in 0..4u8 {
-        let a = witness(20 + i);
-        let id = c
-            .submit_proof(inline(&a, &format!("job-{i}"), pb::Priority::Normal))
-            .await
-            .unwrap()
-            .into_inner()
-            .job_id;
+        let a = witness(ONE, 20 + i);
+        let id = submit(&mut c, ONE, &a, &format!("job-{i}"), pb::Priority::Normal).await;
         jobs.push((id, a));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    d.kill().unwrap(); // SIGKILL
-    d.wait().unwrap();
+    d.kill();
 
-    let mut d = daemon(port, &data, &keys);
-    let mut c = connect(&addr).await;
+    let mut d = Daemon::start(port, tmp.path(), &flags);
+    let mut c = connect(port).await;
     // The proof made before the kill is still there.
     let again = await_done(&mut c, &j0).await;
     assert_eq!(again.proof, r0.proof);
     for (i, (id, a)) in jobs.iter().enumerate() {
         let r = await_done(&mut c, id).await;
-        assert!(verifies(&keys, &r.proof, a), "job {i}");
+        assert!(verifies(ONE, &r.proof, a), "job {i}");
         // Resubmitting with its key after the restart is the same job.
         let dup = c
-            .submit_proof(inline(a, &format!("job-{i}"), pb::Priority::Normal))
+            .submit_proof(inline(ONE, a, &format!("job-{i}"), pb::Priority::Normal))
             .await
             .unwrap()
             .into_inner();
@@ -328,14 +384,9 @@ async fn sigkill_and_restart_finish_every_job_once() {
         0
     );
     // Payload files of finished jobs are removed.
-    let left = std::fs::read_dir(data.join("payloads")).unwrap().count();
+    let left = std::fs::read_dir(tmp.path().join("payloads"))
+        .unwrap()
+        .count();
     assert_eq!(left, 0);
-    // SIGTERM: a clean stop.
-    let pid = d.id().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    let status = d.wait().unwrap();
-    assert!(status.success(), "{status}");
+    assert!(d.terminate(), "SIGTERM stops the daemon cleanly");
 }

@@ -25,6 +25,19 @@ struct Args {
     /// Job store URL: sqlite://PATH or postgres://USER:PASS@HOST/DB.
     #[arg(long)]
     database_url: Option<String>,
+    /// Directory of payload files (shared by the daemons of one
+    /// PostgreSQL store).
+    #[arg(long)]
+    payload_dir: Option<PathBuf>,
+    /// A worker's lease on a job, seconds.
+    #[arg(long)]
+    lease_secs: Option<u64>,
+    /// Most jobs queued or running before submissions are refused.
+    #[arg(long)]
+    max_queued_jobs: Option<u64>,
+    /// This daemon's name in job rows.
+    #[arg(long)]
+    worker_name: Option<String>,
     /// A directory of circuits (repeatable).
     #[arg(long = "key-dir")]
     key_dirs: Vec<PathBuf>,
@@ -55,6 +68,18 @@ fn config(a: Args) -> anyhow::Result<Config> {
     }
     if let Some(v) = a.database_url {
         c.database_url = v;
+    }
+    if let Some(v) = a.payload_dir {
+        c.payload_dir = v;
+    }
+    if let Some(v) = a.lease_secs {
+        c.lease_secs = v;
+    }
+    if let Some(v) = a.max_queued_jobs {
+        c.max_queued_jobs = v;
+    }
+    if let Some(v) = a.worker_name {
+        c.worker_name = v;
     }
     if !a.key_dirs.is_empty() {
         c.key_dirs = a.key_dirs;

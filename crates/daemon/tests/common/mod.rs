@@ -1,0 +1,168 @@
+//! Helpers of the daemon's integration tests: circuit directories made
+//! once per test binary, witnesses, the verifier, daemon processes.
+#![allow(dead_code, unreachable_pub)]
+
+use ark_serialize::CanonicalDeserialize;
+use cuzk_daemon::pb::{self, prover_client::ProverClient};
+use cuzk_daemon::{circuits, Assignment};
+use cuzk_prover::circuits::Sha256Chain;
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// A SHA-256 chain of no compression (tiny: for many jobs).
+pub const TINY: &str = "sha256-0";
+/// A SHA-256 chain of one compression (about 41,000 constraints).
+pub const ONE: &str = "sha256-1";
+
+pub type Client = ProverClient<tonic::transport::Channel>;
+
+/// The key directory holding TINY and ONE, made once (ark-groth16 setup).
+pub fn keys() -> &'static Path {
+    static KEYS: OnceLock<tempfile::TempDir> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        for (id, rounds) in [(TINY, 0), (ONE, 1)] {
+            let c = Sha256Chain::new([0; 32], rounds);
+            let syn = cuzk_prover::synthesize(c.clone(), false).unwrap();
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(26 + rounds as u64);
+            circuits::keygen(dir.path(), id, c, &syn, &mut rng).unwrap();
+        }
+        dir
+    })
+    .path()
+}
+
+/// The assignment of circuit `id` (TINY or ONE) from `preimage`.
+pub fn witness(id: &str, preimage: u8) -> Assignment {
+    let rounds = if id == TINY { 0 } else { 1 };
+    let syn = cuzk_prover::synthesize(Sha256Chain::new([preimage; 32], rounds), true).unwrap();
+    Assignment::from_full(&syn.full_assignment, syn.num_inputs).unwrap()
+}
+
+/// Whether `proof` verifies for circuit `id` and `a`'s public inputs.
+pub fn verifies(id: &str, proof: &[u8], a: &Assignment) -> bool {
+    let vk = circuits::read_vk(&keys().join(id)).unwrap();
+    let p = cuzk_prover::Proof::deserialize_compressed(proof).unwrap();
+    let pvk = ark_groth16::prepare_verifying_key(&vk);
+    ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::verify_proof(&pvk, &p, &a.public).unwrap()
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub async fn connect(port: u16) -> Client {
+    let addr = format!("http://127.0.0.1:{port}");
+    for _ in 0..600 {
+        if let Ok(c) = ProverClient::connect(addr.clone()).await {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no daemon at {addr}");
+}
+
+pub fn inline(id: &str, a: &Assignment, key: &str, prio: pb::Priority) -> pb::SubmitProofRequest {
+    pb::SubmitProofRequest {
+        circuit_id: id.into(),
+        priority: prio as i32,
+        idempotency_key: key.into(),
+        assignment: Some(pb::submit_proof_request::Assignment::Inline(a.to_bytes())),
+    }
+}
+
+pub async fn submit(
+    c: &mut Client,
+    id: &str,
+    a: &Assignment,
+    key: &str,
+    p: pb::Priority,
+) -> String {
+    c.submit_proof(inline(id, a, key, p))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id
+}
+
+/// The job as it is now (waiting at most `ms`).
+pub async fn poll(c: &mut Client, job: &str, ms: u64) -> pb::ProofResult {
+    c.await_proof(pb::AwaitProofRequest {
+        job_id: job.into(),
+        timeout_ms: ms.max(1),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+/// The job once done (fails the test on any other end).
+pub async fn await_done(c: &mut Client, job: &str) -> pb::ProofResult {
+    let r = poll(c, job, 600_000).await;
+    assert_eq!(r.state, pb::JobState::Done as i32, "job {job}: {}", r.error);
+    r
+}
+
+/// The daemon executable: cargo's build of it, or, in a bundle made by
+/// `cargo xtask bundle` (tests/ beside bin/), the bundle's own.
+pub fn daemon_exe() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_cuzk-daemon"));
+    if built.exists() {
+        return built;
+    }
+    let me = std::env::current_exe().expect("the test's own path");
+    me.parent()
+        .and_then(|tests| tests.parent())
+        .map(|bundle| bundle.join("bin/cuzk-daemon"))
+        .filter(|p| p.exists())
+        .unwrap_or(built)
+}
+
+/// A `cuzk-daemon` process on the CPU path on `port` over `data`, with
+/// the test keys and `extra` flags; killed when dropped.
+pub struct Daemon(pub std::process::Child);
+
+impl Daemon {
+    pub fn start(port: u16, data: &Path, extra: &[&str]) -> Daemon {
+        let child = std::process::Command::new(daemon_exe())
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--devices", "cpu"])
+            .arg("--data-dir")
+            .arg(data)
+            .arg("--key-dir")
+            .arg(keys())
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Daemon(child)
+    }
+
+    /// SIGKILL, and wait for it.
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+
+    /// SIGTERM; true when it then exits cleanly.
+    pub fn terminate(&mut self) -> bool {
+        let pid = self.0.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        self.0.wait().unwrap().success()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
