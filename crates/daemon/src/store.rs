@@ -110,9 +110,28 @@ impl JobStore {
             });
         }
         let pool = opts.connect(&url).await?;
-        for s in SCHEMA {
-            sqlx::query(s).execute(&pool).await?;
+        let mut conn = pool.acquire().await?;
+        if kind == StoreKind::Postgres {
+            // Daemons starting together would race on CREATE TABLE IF NOT
+            // EXISTS (PostgreSQL's catalog is not guarded against it).
+            sqlx::query("SELECT pg_advisory_lock(2782631)")
+                .execute(&mut *conn)
+                .await?;
         }
+        let mut created = Ok(());
+        for s in SCHEMA {
+            if let Err(e) = sqlx::query(s).execute(&mut *conn).await {
+                created = Err(e);
+                break;
+            }
+        }
+        if kind == StoreKind::Postgres {
+            sqlx::query("SELECT pg_advisory_unlock(2782631)")
+                .execute(&mut *conn)
+                .await?;
+        }
+        created?;
+        drop(conn);
         Ok(JobStore {
             pool,
             kind,

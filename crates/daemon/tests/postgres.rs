@@ -7,10 +7,15 @@
 //! `cargo xtask test` turns on when that variable is set (CI's .ci/run
 //! starts the server).
 
+mod common;
+
+use common::*;
 use cuzk_daemon::job::{JobState, NewJob, Priority};
+use cuzk_daemon::pb;
 use cuzk_daemon::JobStore;
 use sqlx::Connection;
 use std::collections::HashSet;
+use std::time::Duration;
 
 /// A fresh database on the test server; its URL.
 async fn fresh_db() -> String {
@@ -124,5 +129,82 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
     assert_eq!(
         b.get("job-001").await.unwrap().unwrap().state,
         JobState::Failed
+    );
+}
+
+/// Two `cuzk-daemon` processes on one PostgreSQL store and one payload
+/// directory, one of them killed with SIGKILL while it proves: the other
+/// takes its jobs when their leases run out, and every job is done once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_daemons_one_killed_every_job_done_once() {
+    let url = fresh_db().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let payloads = tmp.path().join("payloads");
+    let (pa, pb_) = (free_port(), free_port());
+    let flags = |name: &'static str| {
+        vec![
+            "--database-url".to_string(),
+            url.clone(),
+            "--payload-dir".into(),
+            payloads.display().to_string(),
+            "--lease-secs".into(),
+            "3".into(),
+            "--gpu-workers-per-device".into(),
+            "1".into(),
+            "--worker-name".into(),
+            name.into(),
+        ]
+    };
+    let fa = flags("host-a");
+    let fb = flags("host-b");
+    let mut a = Daemon::start(
+        pa,
+        &tmp.path().join("a"),
+        &fa.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let _b = Daemon::start(
+        pb_,
+        &tmp.path().join("b"),
+        &fb.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let (mut ca, mut cb) = (connect(pa).await, connect(pb_).await);
+    let mut jobs = Vec::new();
+    for i in 0..12u8 {
+        let w = witness(ONE, i);
+        let c = if i % 2 == 0 { &mut ca } else { &mut cb };
+        jobs.push((
+            submit(c, ONE, &w, &format!("k{i}"), pb::Priority::Normal).await,
+            w,
+        ));
+    }
+    // Kill host a once it holds a job.
+    for _ in 0..600 {
+        let s = ca
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if s.devices[0].busy_workers > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.kill();
+    let mut by = std::collections::HashMap::new();
+    for (id, w) in &jobs {
+        let r = await_done(&mut cb, id).await;
+        assert!(verifies(ONE, &r.proof, w), "job {id}");
+        *by.entry(r.worker.clone()).or_insert(0) += 1;
+    }
+    assert!(by.get("host-b").copied().unwrap_or(0) > 0, "{by:?}");
+    let s = cb
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((s.done, s.failed), (12, 0), "every job done once");
+    assert_eq!(
+        s.queues.iter().map(|q| q.queued + q.running).sum::<u64>(),
+        0
     );
 }

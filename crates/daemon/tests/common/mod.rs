@@ -129,7 +129,10 @@ pub fn daemon_exe() -> PathBuf {
 pub struct Daemon(pub std::process::Child);
 
 impl Daemon {
+    /// Its log goes to `data`/daemon.log.
     pub fn start(port: u16, data: &Path, extra: &[&str]) -> Daemon {
+        std::fs::create_dir_all(data).unwrap();
+        let log = std::fs::File::create(data.join("daemon.log")).unwrap();
         let child = std::process::Command::new(daemon_exe())
             .args(["--listen", &format!("127.0.0.1:{port}"), "--devices", "cpu"])
             .arg("--data-dir")
@@ -138,7 +141,7 @@ impl Daemon {
             .arg(keys())
             .args(extra)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap();
         Daemon(child)
