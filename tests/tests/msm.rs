@@ -32,13 +32,22 @@ enum Flavor {
     Collisions,
     /// Witness-like: mostly 0 and 1, a few values repeated thousands of times.
     Skewed,
+    /// The SHA-256 chain's witness: about 58% zeros, 42% ones, 0.1% other.
+    Bits,
+    /// Every scalar 0.
+    AllZero,
+    /// Every scalar 1.
+    AllOne,
 }
 
-const FLAVORS: [Flavor; 4] = [
+const FLAVORS: [Flavor; 7] = [
     Flavor::Random,
     Flavor::Edges,
     Flavor::Collisions,
     Flavor::Skewed,
+    Flavor::Bits,
+    Flavor::AllZero,
+    Flavor::AllOne,
 ];
 
 fn points<P: MsmCurve>(rng: &mut ChaCha20Rng, n: usize) -> Vec<Affine<P>> {
@@ -97,6 +106,17 @@ fn inputs<P: MsmCurve>(
                 };
             }
         }
+        Flavor::Bits => {
+            for s in scalars.iter_mut() {
+                *s = match rng.gen_range(0..1000) {
+                    0..=579 => Fr::zero(),
+                    580..=998 => Fr::one(),
+                    _ => *s,
+                };
+            }
+        }
+        Flavor::AllZero => scalars.fill(Fr::zero()),
+        Flavor::AllOne => scalars.fill(Fr::one()),
     }
     (bases, scalars)
 }
@@ -142,12 +162,23 @@ fn cpu_case<P: MsmCurve>(seed: u64) {
     for n in [0usize, 1, 2, 3, 31, 33, 100, 1000] {
         for flavor in FLAVORS {
             let (b, s) = inputs::<P>(&mut r, n, flavor);
+            let want = cpu::msm_arkworks(&b, &s).unwrap();
             assert_eq!(
                 cpu::msm(&b, &s).unwrap(),
-                cpu::msm_arkworks(&b, &s).unwrap(),
+                want,
+                "{} witness-shaped vs arkworks, n = {n}, {flavor:?}",
+                P::NAME
+            );
+            assert_eq!(
+                cpu::msm_dense(&b, &s).unwrap(),
+                want,
                 "{} blst vs arkworks, n = {n}, {flavor:?}",
                 P::NAME
             );
+            let shape = cpu::scalar_shape(&s);
+            assert_eq!(shape.zeros + shape.ones + shape.other, n);
+            assert_eq!(shape.zeros, s.iter().filter(|x| x.is_zero()).count());
+            assert_eq!(shape.ones, s.iter().filter(|x| x.is_one()).count());
         }
     }
 }

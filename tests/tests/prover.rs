@@ -803,3 +803,43 @@ fn hundred_proofs_with_injected_failures() {
     ));
     assert!(diff <= 1 << 20, "free memory moved by {diff} bytes");
 }
+
+/// A PoRep-shaped partition (a witness of bits, sparse A and B, a key with
+/// identity points where A or B is empty): the CPU path's proof equals
+/// ark-groth16's for the same r and s.
+#[test]
+fn porep_shaped_equals_ark_groth16() {
+    let mut rng = rng("porep_shaped_equals_ark_groth16");
+    let c = cuzk_prover::synthetic::PorepShaped::new(15, 1, rng.gen());
+    let w = c.matrices().unwrap();
+    assert!(cuzk_prover::synthetic::is_satisfied(&w));
+    let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng).unwrap();
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let (got, _) = Prover::cpu(pk.clone())
+        .unwrap()
+        .prove_job(&w.job(r, s))
+        .unwrap();
+    assert_eq!(got, reference(&pk, &w, r, s));
+}
+
+/// The same partition on the GPU: the CPU path's proof.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_porep_shaped_matches_cpu() {
+    let _serial = serial();
+    let Some(_dev) = gpu_or_skip("gpu_porep_shaped_matches_cpu") else {
+        return;
+    };
+    let mut rng = rng("gpu_porep_shaped_matches_cpu");
+    for log_n in [15u32, 18] {
+        let c = cuzk_prover::synthetic::PorepShaped::new(log_n, 2, rng.gen());
+        let w = c.matrices().unwrap();
+        let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng).unwrap();
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let job = w.job(r, s);
+        let (g, t) = Prover::new(pk.clone()).unwrap().prove_job(&job).unwrap();
+        let (c_, _) = Prover::cpu(pk).unwrap().prove_job(&job).unwrap();
+        assert_eq!(g, c_, "2^{log_n}");
+        report(&format!("gpu_porep_shaped_matches_cpu: 2^{log_n}: {t:?}"));
+    }
+}

@@ -21,7 +21,8 @@
 //! Entry points: [`msm`] (GPU when there is one, else CPU; checked),
 //! [`GpuMsm`] (a GPU engine tuned by an [`MsmConfig`]: one-off MSMs, and
 //! [`FixedBases`] uploaded once for many MSMs and batches, as Groth16 and
-//! KZG provers use one SRS for many proofs), [`cpu::msm`] (blst) and
+//! KZG provers use one SRS for many proofs), [`cpu::msm`] (witness-shaped:
+//! zeros skipped, ones summed, the rest through blst), [`cpu::msm_dense`] and
 //! [`cpu::msm_arkworks`]. [`scratch_bytes_estimate`] tells, without a GPU,
 //! how much device scratch an MSM takes.
 

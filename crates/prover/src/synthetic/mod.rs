@@ -6,7 +6,13 @@
 //! ark-relations can synthesize or that builds its matrices directly
 //! ([`RandomCircuit::matrices`], fast at 2^24 constraints), and a proving
 //! key of random points of the right shape ([`random_key`]: proofs against
-//! it time the prover but do not verify).
+//! it time the prover but do not verify); and a circuit shaped like
+//! Filecoin PoRep C2's partitions ([`PorepShaped`]: a witness of bits,
+//! sparse A and B, built on all cores at 2^27).
+
+mod porep;
+
+pub use porep::{is_satisfied, PorepShaped};
 
 use crate::{qap, ConstraintMatrices, Error, Fr, ProvingKey, Result, Synthesized};
 use ark_bls12_381::{G1Projective, G2Projective};
