@@ -281,10 +281,14 @@ impl PorepShaped {
                 *p = ark_bls12_381::G1Affine::zero();
             }
         }
-        for i in 0..pk.b_g1_query.len() {
-            if !in_b[i] {
-                pk.b_g1_query[i] = ark_bls12_381::G1Affine::zero();
-                pk.b_g2_query[i] = ark_bls12_381::G2Affine::zero();
+        for ((used, p1), p2) in in_b
+            .iter()
+            .zip(pk.b_g1_query.iter_mut())
+            .zip(pk.b_g2_query.iter_mut())
+        {
+            if !used {
+                *p1 = ark_bls12_381::G1Affine::zero();
+                *p2 = ark_bls12_381::G2Affine::zero();
             }
         }
         Ok(pk)
