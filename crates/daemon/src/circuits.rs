@@ -122,6 +122,7 @@ pub struct Registry {
     budget: u64,
     lanes: Lanes,
     workers: usize,
+    verify_keys: bool,
     loaded: Mutex<HashMap<String, Arc<LoadedCircuit>>>,
     /// One lock a circuit being loaded, so that it loads once.
     loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -129,13 +130,21 @@ pub struct Registry {
 
 impl Registry {
     /// A registry over `key_dirs`, keys held under `budget` bytes of host
-    /// memory, proving on `lanes` with `workers` workers a lane.
-    pub fn new(key_dirs: Vec<PathBuf>, budget: u64, lanes: Lanes, workers: usize) -> Self {
+    /// memory, proving on `lanes` with `workers` workers a lane; with
+    /// `verify_keys`, every key point is checked as it loads.
+    pub fn new(
+        key_dirs: Vec<PathBuf>,
+        budget: u64,
+        lanes: Lanes,
+        workers: usize,
+        verify_keys: bool,
+    ) -> Self {
         Registry {
             key_dirs,
             budget,
             lanes,
             workers,
+            verify_keys,
             loaded: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
         }
@@ -315,15 +324,32 @@ impl Registry {
         let pk_path = dir.join(PK_FILE);
         let f = std::fs::File::open(&pk_path)
             .map_err(|e| Error::io(format!("opening {}", pk_path.display()), e))?;
-        let pk =
-            ProvingKey::deserialize_uncompressed(std::io::BufReader::with_capacity(1 << 22, f))
-                .map_err(|e| {
-                    Error::InvalidArgument(format!(
-                        "{}: not an ark-serialize uncompressed Groth16 proving key over \
+        let validate = if self.verify_keys {
+            ark_serialize::Validate::Yes
+        } else {
+            ark_serialize::Validate::No
+        };
+        let pk = ProvingKey::deserialize_with_mode(
+            std::io::BufReader::with_capacity(1 << 22, f),
+            ark_serialize::Compress::No,
+            validate,
+        )
+        .map_err(|e| {
+            Error::InvalidArgument(format!(
+                "{}: not an ark-serialize uncompressed Groth16 proving key over \
                      BLS12-381: {e}",
-                        pk_path.display()
-                    ))
-                })?;
+                pk_path.display()
+            ))
+        })?;
+        if !self.verify_keys {
+            check_on_curve(&pk).map_err(|what| {
+                Error::InvalidArgument(format!(
+                    "{}: a point of the {what} is not on its curve: the file is damaged \
+                     (write it again with `cuzk keygen`)",
+                    pk_path.display()
+                ))
+            })?;
+        }
         let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE))?;
         check_agree(id, &pk, &r1cs)?;
         let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
@@ -343,6 +369,31 @@ impl Registry {
             in_use: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
         })
+    }
+}
+
+/// Whether every point of `pk` is on its curve (on all cores); else the
+/// name of the first part that has one that is not.
+fn check_on_curve(pk: &ProvingKey) -> std::result::Result<(), &'static str> {
+    use rayon::prelude::*;
+    let g1 = |v: &[ark_bls12_381::G1Affine]| v.par_iter().all(|p| p.is_on_curve());
+    let g2 = |v: &[ark_bls12_381::G2Affine]| v.par_iter().all(|p| p.is_on_curve());
+    let vk = &pk.vk;
+    let parts: [(&'static str, bool); 6] = [
+        ("verifying key", {
+            g1(&[vk.alpha_g1, pk.beta_g1, pk.delta_g1])
+                && g2(&[vk.beta_g2, vk.gamma_g2, vk.delta_g2])
+                && g1(&vk.gamma_abc_g1)
+        }),
+        ("A query", g1(&pk.a_query)),
+        ("B query in G1", g1(&pk.b_g1_query)),
+        ("B query in G2", g2(&pk.b_g2_query)),
+        ("H query", g1(&pk.h_query)),
+        ("L query", g1(&pk.l_query)),
+    ];
+    match parts.iter().find(|p| !p.1) {
+        Some((what, _)) => Err(what),
+        None => Ok(()),
     }
 }
 
@@ -392,6 +443,53 @@ where
         circuit, &mut srng,
     )
     .map_err(|e| Error::InvalidArgument(format!("Groth16 setup of `{id}`: {e}")))?;
+    write_dir(&dir, &pk, synthesized)?;
+    Ok(dir)
+}
+
+/// Writes circuit `id`'s directory under `key_dir` for a PoRep-shaped
+/// circuit of 2^`log_domain` (`cuzk_prover::synthetic::PorepShaped`, one
+/// public input, structure from `seed`) with a random-point key of a real
+/// key's density: for throughput benchmarks (its proofs do not verify).
+/// The circuit's witnesses come from [`porep_witness`] with the same
+/// `log_domain` and `seed`.
+///
+/// # Errors
+/// [`Error::Io`] when the files cannot be written; [`Error::Prover`] for a
+/// domain too small.
+pub fn keygen_porep<R: rand::RngCore>(
+    key_dir: &Path,
+    id: &str,
+    log_domain: u32,
+    seed: u64,
+    rng: &mut R,
+) -> Result<PathBuf> {
+    use cuzk_prover::synthetic::PorepShaped;
+    let dir = key_dir.join(id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    let w = PorepShaped::new(log_domain, 1, seed).matrices()?;
+    let pk = PorepShaped::random_key(&w, rng)?;
+    write_dir(&dir, &pk, &w)?;
+    Ok(dir)
+}
+
+/// The assignment of the PoRep-shaped circuit of [`keygen_porep`]
+/// (`log_domain`, `seed`) for the partition `values_seed`.
+///
+/// # Errors
+/// [`Error::Prover`] for a domain too small.
+pub fn porep_witness(log_domain: u32, seed: u64, values_seed: u64) -> Result<crate::Assignment> {
+    let c = cuzk_prover::synthetic::PorepShaped {
+        values_seed,
+        ..cuzk_prover::synthetic::PorepShaped::new(log_domain, 1, seed)
+    };
+    let w = c.matrices()?;
+    crate::Assignment::from_full(&w.full_assignment, w.num_inputs)
+}
+
+/// Writes `pk.bin`, `vk.bin` and `r1cs.bin` of a circuit into `dir`.
+fn write_dir(dir: &Path, pk: &ProvingKey, synthesized: &cuzk_prover::Synthesized) -> Result<()> {
     let write = |name: &str, f: &dyn Fn(&mut std::io::BufWriter<std::fs::File>) -> Result<()>| {
         let p = dir.join(name);
         let file = std::fs::File::create(&p)
@@ -412,7 +510,7 @@ where
         synthesized.num_inputs,
         synthesized.full_assignment.len(),
     )?;
-    Ok(dir)
+    Ok(())
 }
 
 /// The verifying key of the circuit directory `dir`.
@@ -428,4 +526,48 @@ pub fn read_vk(dir: &Path) -> Result<ark_groth16::VerifyingKey<ark_bls12_381::Bl
             p.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn registry(dir: &Path) -> Registry {
+        Registry::new(vec![dir.to_path_buf()], 1 << 30, Lanes::Cpu(1), 1, false)
+    }
+
+    #[test]
+    fn keys_load_once_evict_and_refuse_damage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = cuzk_prover::circuits::Sha256Chain::new([1; 32], 0);
+        let syn = cuzk_prover::synthesize(c.clone(), false).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+        keygen(tmp.path(), "t", c, &syn, &mut rng).unwrap();
+        let r = registry(tmp.path());
+        assert_eq!(r.circuits(), vec!["t".to_string()]);
+        let a = r.load("t").unwrap();
+        let b = r.load("t").unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "loaded once");
+        assert_eq!(a.num_inputs, syn.num_inputs);
+        {
+            let _u = r.acquire("t").unwrap();
+            assert!(r.evict("t").is_err(), "in use");
+        }
+        assert!(r.evict("t").unwrap());
+        assert!(!r.evict("t").unwrap());
+        assert!(matches!(r.load("x"), Err(Error::NotFound(_))));
+        assert!(matches!(r.dir("../t"), Err(Error::InvalidArgument(_))));
+        // A damaged point of the A query (its y coordinate's low byte).
+        let pk = tmp.path().join("t").join(PK_FILE);
+        let mut bytes = std::fs::read(&pk).unwrap();
+        let at = bytes.len() / 3;
+        bytes[at] ^= 0x01;
+        std::fs::write(&pk, &bytes).unwrap();
+        let e = registry(tmp.path()).load("t").unwrap_err().to_string();
+        assert!(
+            e.contains("not on its curve") || e.contains("not an ark-serialize"),
+            "{e}"
+        );
+    }
 }

@@ -203,6 +203,7 @@ impl Engine {
             budget,
             lanes.clone(),
             config.gpu_workers_per_device,
+            config.verify_keys,
         );
         let engine = Arc::new(Engine {
             owner: config.worker_name(),

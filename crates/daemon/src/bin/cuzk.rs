@@ -78,11 +78,32 @@ enum Cmd {
     Keygen {
         #[arg(long)]
         key_dir: PathBuf,
-        /// Circuit id; default sha256-chain-ROUNDS.
+        /// Circuit id; default sha256-chain-ROUNDS or porep-2^LOG.
         #[arg(long)]
         id: Option<String>,
         #[arg(long, default_value_t = 1)]
         rounds: usize,
+        /// Instead of the SHA-256 chain: a PoRep-shaped circuit of this
+        /// log2 domain with a random-point key (for benchmarks: its proofs
+        /// do not verify).
+        #[arg(long)]
+        porep_log_domain: Option<u32>,
+        /// Structure seed of the PoRep-shaped circuit.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Write the assignment of a PoRep-shaped circuit (local): the
+    /// partition `--partition` of the circuit `keygen --porep-log-domain`
+    /// wrote with the same log domain and seed.
+    WitnessPorep {
+        #[arg(long)]
+        log_domain: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 0)]
+        partition: u64,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Write the assignment of a SHA-256 chain (local).
     Witness {
@@ -365,7 +386,37 @@ async fn main() -> Result<()> {
         Cmd::Keygen {
             key_dir,
             id,
+            porep_log_domain: Some(log),
+            seed,
+            ..
+        } => {
+            let id = id.unwrap_or_else(|| format!("porep-2^{log}"));
+            let dir = circuits::keygen_porep(&key_dir, &id, log, seed, &mut rand::rngs::OsRng)?;
+            println!(
+                "{}: PoRep-shaped, 2^{log} domain, random-point key (proofs do not verify)",
+                dir.display()
+            );
+        }
+        Cmd::WitnessPorep {
+            log_domain,
+            seed,
+            partition,
+            out,
+        } => {
+            let a = circuits::porep_witness(log_domain, seed, partition)?;
+            a.write_file(&out)?;
+            println!(
+                "{}: {} public inputs, {} witness values",
+                out.display(),
+                a.public.len(),
+                a.witness.len()
+            );
+        }
+        Cmd::Keygen {
+            key_dir,
+            id,
             rounds,
+            ..
         } => {
             let id = id.unwrap_or_else(|| format!("sha256-chain-{rounds}"));
             let circuit = Sha256Chain::new([0u8; 32], rounds);
