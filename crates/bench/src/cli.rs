@@ -15,7 +15,7 @@ pub(crate) struct Args {
     /// elements on the GPU.
     #[arg(long)]
     pub(crate) full: bool,
-    /// Comma-separated layers to run (available: field, alloc, ntt, msm, prover).
+    /// Comma-separated layers to run (available: field, alloc, ntt, msm, witness, prover).
     #[arg(long)]
     pub(crate) only: Option<String>,
     /// Report folder.
@@ -129,7 +129,7 @@ impl Args {
     pub(crate) fn layers(&self) -> Vec<String> {
         self.only
             .as_deref()
-            .unwrap_or("field,alloc,ntt,msm,prover")
+            .unwrap_or("field,alloc,ntt,msm,witness,prover")
             .split(',')
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())

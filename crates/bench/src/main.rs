@@ -1,5 +1,5 @@
 //! `cuzk-bench`: the main job (`cargo xtask bench`, or `./run-bench` from a
-//! bundle). Times each layer (field, alloc, ntt, msm, prover) on the GPU
+//! bundle). Times each layer (field, alloc, ntt, msm, witness, prover) on the GPU
 //! beside CPU references on the same machine, checks every cuzk result
 //! against a reference, prints the tables and writes `report.json`,
 //! `report.md` and SVG plots. A mismatch fails the run (after the report is
@@ -19,6 +19,7 @@ mod prover;
 mod report;
 mod tables;
 mod timing;
+mod witness;
 
 use anyhow::{bail, Context, Result};
 use checks::Checks;
@@ -28,8 +29,8 @@ use report::{Figure, Record};
 
 /// The layers a run can bench, and those whose results are checked (the
 /// values `--inject-mismatch` takes).
-const LAYERS: [&str; 5] = ["field", "alloc", "ntt", "msm", "prover"];
-const CHECKED: [&str; 4] = ["field", "ntt", "msm", "prover"];
+const LAYERS: [&str; 6] = ["field", "alloc", "ntt", "msm", "witness", "prover"];
+const CHECKED: [&str; 5] = ["field", "ntt", "msm", "witness", "prover"];
 
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -95,6 +96,7 @@ fn bench_layer(layer: &str, run: &Run, rec: &mut Record) -> Result<()> {
         "alloc" => alloc::bench(run, rec),
         "ntt" => ntt::bench(run, rec),
         "msm" => msm::bench(run, rec),
+        "witness" => witness::bench(run, rec),
         "prover" => prover::bench(run, rec),
         other => bail!("unknown layer `{other}`"),
     }
@@ -110,6 +112,10 @@ fn steps(layer: &str, size: Size) -> u64 {
         "msm" => {
             let (g1, g2) = size.pick(msm::LOGS[0], msm::LOGS[1], msm::LOGS[2]);
             g1.len() + g2.len()
+        }
+        "witness" => {
+            let (g1, g2) = size.pick(witness::LOGS[0], witness::LOGS[1], witness::LOGS[2]);
+            2 * (g1.len() + g2.len())
         }
         "prover" => size
             .pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2])

@@ -40,12 +40,12 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
 }
 
 /// How many distinct bases the bench draws (beyond, they repeat).
-const DISTINCT: usize = 1 << 20;
+pub(crate) const DISTINCT: usize = 1 << 20;
 
 /// Points by a random walk over a few random seeds (drawing each point
 /// uniformly costs a hash-to-curve), normalized in one batch; beyond
 /// `distinct` points the walk repeats (MSM work does not depend on it).
-fn bench_points<P: SWCurveConfig>(
+pub(crate) fn bench_points<P: SWCurveConfig>(
     rng: &mut rand_chacha::ChaCha20Rng,
     n: usize,
     distinct: usize,
@@ -218,7 +218,11 @@ fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) ->
 /// them beyond `m`): sum_i s_i P_(i mod m) = sum_j (sum_k s_(j+km)) P_j, so
 /// blst's MSM of the `m` distinct bases with the folded scalars is the same
 /// point at a fraction of the cost. Errors if the bases do not repeat.
-fn folded_msm<P: MsmCurve>(p: &[Affine<P>], s: &[Fr], m: usize) -> Result<Projective<P>> {
+pub(crate) fn folded_msm<P: MsmCurve>(
+    p: &[Affine<P>],
+    s: &[Fr],
+    m: usize,
+) -> Result<Projective<P>> {
     use rayon::prelude::*;
     let distinct = &p[..m.min(p.len())];
     if p.len() % distinct.len() != 0 || !p.par_chunks(m).all(|c| c == distinct) {
