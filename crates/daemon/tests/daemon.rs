@@ -390,3 +390,60 @@ async fn sigkill_and_restart_finish_every_job_once() {
     assert_eq!(left, 0);
     assert!(d.terminate(), "SIGTERM stops the daemon cleanly");
 }
+
+/// The CLI end to end over a Unix socket: witness, prove, verify, status.
+#[test]
+fn cli_over_a_unix_socket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sock = tmp.path().join("cuzk.sock");
+    let listen = format!("unix:{}", sock.display());
+    let mut d = Daemon::start_on(&listen, &tmp.path().join("data"), &[]);
+    for _ in 0..600 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(cli_exe())
+            .args(["--addr", &listen])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "cuzk {args:?}: {text}");
+        text
+    };
+    let w = tmp.path().join("w.asg");
+    witness(TINY, 9).write_file(&w).unwrap();
+    let proof = tmp.path().join("proof.bin");
+    let w_s = w.display().to_string();
+    let proof_s = proof.display().to_string();
+    let out = cli(&[
+        "prove",
+        "--circuit",
+        TINY,
+        "--assignment",
+        &w_s,
+        "--priority",
+        "high",
+        "--out",
+        &proof_s,
+    ]);
+    assert!(out.contains("done"), "{out}");
+    let dir = keys().join(TINY).display().to_string();
+    let out = cli(&[
+        "verify",
+        "--circuit-dir",
+        &dir,
+        "--proof",
+        &proof_s,
+        "--assignment",
+        &w_s,
+    ]);
+    assert!(out.contains("the proof verifies"), "{out}");
+    let out = cli(&["status"]);
+    assert!(out.contains("1 done"), "{out}");
+    assert!(d.terminate());
+}

@@ -14,7 +14,8 @@ use tonic::transport::Channel;
 #[derive(Parser, Debug)]
 #[command(version, about = "cuzk-daemon's client and circuit tools")]
 struct Cli {
-    /// The daemon's address.
+    /// The daemon's address: http://HOST:PORT, or unix:PATH for a Unix
+    /// socket.
     #[arg(long, global = true, default_value = "http://127.0.0.1:9820")]
     addr: String,
     #[command(subcommand)]
@@ -127,10 +128,32 @@ enum Cmd {
     },
 }
 
+/// A client of the daemon at `addr`: `http://HOST:PORT`, or `unix:PATH`
+/// for a daemon listening on a Unix socket.
 async fn client(addr: &str) -> Result<ProverClient<Channel>> {
-    let c = ProverClient::connect(addr.to_string())
-        .await
-        .with_context(|| format!("connecting to cuzk-daemon at {addr} (is it running?)"))?;
+    let context = || format!("connecting to cuzk-daemon at {addr} (is it running?)");
+    let channel = match addr.strip_prefix("unix:") {
+        Some(path) => {
+            let path = path.to_string();
+            // The URI is a placeholder: the connector dials the socket.
+            tonic::transport::Endpoint::try_from("http://localhost")?
+                .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+                    let path = path.clone();
+                    async move {
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                            tokio::net::UnixStream::connect(path).await?,
+                        ))
+                    }
+                }))
+                .await
+                .with_context(context)?
+        }
+        None => tonic::transport::Endpoint::from_shared(addr.to_string())?
+            .connect()
+            .await
+            .with_context(context)?,
+    };
+    let c = ProverClient::new(channel);
     Ok(c.max_decoding_message_size(1 << 30)
         .max_encoding_message_size(1 << 30))
 }
@@ -235,6 +258,23 @@ fn report(r: &pb::ProofResult, out: Option<&PathBuf>) -> Result<()> {
     }
 }
 
+/// Waits for `job` and reports it (see [`report`]).
+async fn await_and_report(
+    c: &mut ProverClient<Channel>,
+    job: String,
+    timeout_ms: u64,
+    out: Option<&PathBuf>,
+) -> Result<()> {
+    let r = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job,
+            timeout_ms,
+        })
+        .await?
+        .into_inner();
+    report(&r, out)
+}
+
 fn status_table(s: &pb::GetStatusResponse) {
     println!(
         "cuzk-daemon {} ({}), up {:.0} s, store {}",
@@ -312,14 +352,7 @@ async fn main() -> Result<()> {
             out,
         } => {
             let mut c = client(&cli.addr).await?;
-            let r = c
-                .await_proof(pb::AwaitProofRequest {
-                    job_id: job,
-                    timeout_ms,
-                })
-                .await?
-                .into_inner();
-            report(&r, out.as_ref())?;
+            await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
         Cmd::Prove {
             submit: a,
@@ -328,14 +361,7 @@ async fn main() -> Result<()> {
         } => {
             let mut c = client(&cli.addr).await?;
             let job = submit(&mut c, &a).await?;
-            let r = c
-                .await_proof(pb::AwaitProofRequest {
-                    job_id: job,
-                    timeout_ms,
-                })
-                .await?
-                .into_inner();
-            report(&r, out.as_ref())?;
+            await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
         Cmd::Cancel { job } => {
             let mut c = client(&cli.addr).await?;

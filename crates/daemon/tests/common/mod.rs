@@ -109,19 +109,29 @@ pub async fn await_done(c: &mut Client, job: &str) -> pb::ProofResult {
     r
 }
 
-/// The daemon executable: cargo's build of it, or, in a bundle made by
-/// `cargo xtask bundle` (tests/ beside bin/), the bundle's own.
-pub fn daemon_exe() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_cuzk-daemon"));
+/// An executable of this crate: cargo's build of it (`built`), or, in a
+/// bundle made by `cargo xtask bundle` (tests/ beside bin/), the bundle's.
+fn exe(built: &str, name: &str) -> PathBuf {
+    let built = PathBuf::from(built);
     if built.exists() {
         return built;
     }
     let me = std::env::current_exe().expect("the test's own path");
     me.parent()
         .and_then(|tests| tests.parent())
-        .map(|bundle| bundle.join("bin/cuzk-daemon"))
+        .map(|bundle| bundle.join("bin").join(name))
         .filter(|p| p.exists())
         .unwrap_or(built)
+}
+
+/// The `cuzk-daemon` executable.
+pub fn daemon_exe() -> PathBuf {
+    exe(env!("CARGO_BIN_EXE_cuzk-daemon"), "cuzk-daemon")
+}
+
+/// The `cuzk` executable.
+pub fn cli_exe() -> PathBuf {
+    exe(env!("CARGO_BIN_EXE_cuzk"), "cuzk")
 }
 
 /// A `cuzk-daemon` process on the CPU path on `port` over `data`, with
@@ -131,10 +141,16 @@ pub struct Daemon(pub std::process::Child);
 impl Daemon {
     /// Its log goes to `data`/daemon.log.
     pub fn start(port: u16, data: &Path, extra: &[&str]) -> Daemon {
+        Self::start_on(&format!("127.0.0.1:{port}"), data, extra)
+    }
+
+    /// As [`Daemon::start`], listening on `listen` (`host:port` or
+    /// `unix:PATH`).
+    pub fn start_on(listen: &str, data: &Path, extra: &[&str]) -> Daemon {
         std::fs::create_dir_all(data).unwrap();
         let log = std::fs::File::create(data.join("daemon.log")).unwrap();
         let child = std::process::Command::new(daemon_exe())
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--devices", "cpu"])
+            .args(["--listen", listen, "--devices", "cpu"])
             .arg("--data-dir")
             .arg(data)
             .arg("--key-dir")
