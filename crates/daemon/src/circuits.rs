@@ -224,9 +224,16 @@ impl Registry {
     /// for key files that do not parse or disagree; [`Error::Prover`] when
     /// the key cannot be uploaded.
     pub fn acquire(&self, id: &str) -> Result<CircuitUse> {
-        let c = self.load(id)?;
-        c.in_use.fetch_add(1, Ordering::SeqCst);
-        Ok(CircuitUse(c))
+        loop {
+            let c = self.load(id)?;
+            // Counted under the map's lock, where eviction decides: a
+            // circuit evicted between load and here is loaded again.
+            let l = self.lock_loaded();
+            if l.get(id).is_some_and(|x| Arc::ptr_eq(x, &c)) {
+                c.in_use.fetch_add(1, Ordering::SeqCst);
+                return Ok(CircuitUse(c));
+            }
+        }
     }
 
     /// Loads circuit `id` if it is not loaded (PreloadKey).
@@ -237,6 +244,7 @@ impl Registry {
         if let Some(c) = self.touch(id) {
             return Ok(c);
         }
+        self.dir(id)?;
         let gate = {
             let mut l = self.loading.lock().unwrap_or_else(|p| p.into_inner());
             l.entry(id.to_string()).or_default().clone()
@@ -266,7 +274,7 @@ impl Registry {
         let mut l = self.lock_loaded();
         match l.get(id) {
             None => Ok(false),
-            Some(c) if c.in_use() > 0 => Err(Error::InvalidArgument(format!(
+            Some(c) if c.in_use() > 0 => Err(Error::FailedPrecondition(format!(
                 "circuit `{id}` has {} proofs running: evict it when they end",
                 c.in_use()
             ))),

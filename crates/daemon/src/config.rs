@@ -79,6 +79,10 @@ pub struct Config {
     /// damaged file; the subgroup check guards against a key made to
     /// attack the prover.
     pub verify_keys: bool,
+    /// Times a job may be taken by a worker before it is failed (a job
+    /// whose proofs keep crashing daemons, or that daemons keep giving
+    /// back). Default 5.
+    pub max_attempts: u32,
 }
 
 impl Default for Config {
@@ -101,6 +105,7 @@ impl Default for Config {
             shutdown_grace_secs: 600,
             worker_name: String::new(),
             verify_keys: false,
+            max_attempts: 5,
         }
     }
 }
@@ -166,8 +171,14 @@ impl Config {
         if self.gpu_workers_per_device == 0 {
             return bad("gpu_workers_per_device is 0: give at least 1");
         }
-        if self.lease_secs < 3 {
-            return bad("lease_secs below 3: a lease is renewed every third of it");
+        if !(3..=86_400).contains(&self.lease_secs) {
+            return bad("lease_secs outside 3..=86400: a lease is renewed every third of it");
+        }
+        if self.max_inline_bytes > 1 << 31 {
+            return bad("max_inline_bytes above 2 GiB: stream larger assignments");
+        }
+        if self.max_attempts == 0 {
+            return bad("max_attempts is 0: no job could be taken");
         }
         if self.max_queued_jobs == 0 {
             return bad("max_queued_jobs is 0: no job could be accepted");

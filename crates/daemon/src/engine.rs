@@ -126,8 +126,8 @@ impl Doorbell {
 struct LaneStats {
     busy_workers: AtomicUsize,
     proofs_done: AtomicU64,
-    /// Microseconds in which at least one proof ran (approximately: the
-    /// sum of proof times divided by the workers that overlapped).
+    /// Microseconds in which at least one proof ran, summed over the
+    /// closed busy intervals (the open one is added when status is read).
     busy_us: AtomicU64,
     /// When the lane went from idle to busy, microseconds since the epoch.
     busy_since_us: AtomicU64,
@@ -149,6 +149,8 @@ pub struct Engine {
     metrics: Metrics,
     rt: tokio::runtime::Handle,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The data directory's lock, held while the engine lives.
+    _lock: std::fs::File,
 }
 
 impl Engine {
@@ -167,6 +169,19 @@ impl Engine {
         for d in [&config.data_dir, &payload_dir] {
             std::fs::create_dir_all(d)
                 .map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
+        }
+        // One daemon a data directory: a second one would requeue the
+        // first's running jobs.
+        let lock_path = config.data_dir.join(".lock");
+        let lock = std::fs::File::create(&lock_path)
+            .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
+        if lock.try_lock().is_err() {
+            return Err(Error::FailedPrecondition(format!(
+                "another cuzk-daemon uses the data directory {} (it holds {}): give each \
+                 daemon its own --data-dir",
+                config.data_dir.display(),
+                lock_path.display()
+            )));
         }
         let store = JobStore::open(&config.database_url()).await?;
         if store.kind() == StoreKind::Sqlite {
@@ -218,6 +233,7 @@ impl Engine {
             metrics: Metrics::new(),
             rt: tokio::runtime::Handle::current(),
             workers: Mutex::new(Vec::new()),
+            _lock: lock,
             config,
         });
         let mut handles = Vec::new();
@@ -280,12 +296,26 @@ impl Engine {
     /// [`Error::Store`].
     pub async fn submit(&self, req: Submit) -> Result<(String, bool)> {
         if self.shutdown.load(Ordering::SeqCst) {
-            return Err(Error::ResourceExhausted(
+            return Err(Error::Unavailable(
                 "the daemon is shutting down: submit to another one or retry after restart".into(),
             ));
         }
-        let dir = self.registry.dir(&req.circuit_id)?;
-        let header = cuzk_prover::r1cs_file::read_header(dir.join(crate::circuits::R1CS_FILE))?;
+        let key = req.idempotency_key.clone().filter(|k| !k.is_empty());
+        if let Some(k) = &key {
+            check_key(k)?;
+            // A retry of an accepted job is answered before any work.
+            if let Some(j) = self.store.by_key(k).await? {
+                if j.circuit_id != req.circuit_id {
+                    return Err(Error::FailedPrecondition(format!(
+                        "idempotency key `{k}` belongs to job {} of circuit `{}`, not `{}`: \
+                         use a key per circuit and job",
+                        j.id, j.circuit_id, req.circuit_id
+                    )));
+                }
+                return Ok((j.id, true));
+            }
+        }
+        let header = self.r1cs_header(&req.circuit_id)?;
         let id = uuid::Uuid::new_v4().to_string();
         let (path, owned, bytes) = match req.payload {
             Payload::Bytes(b) => {
@@ -306,7 +336,15 @@ impl Engine {
                 (p, true, b.len() as u64)
             }
             Payload::Path(p) => {
-                let head = read_head(&p)?;
+                if !p.is_absolute() || !p.is_file() {
+                    return Err(Error::InvalidArgument(format!(
+                        "assignment path {}: not a readable file on the daemon's host; give \
+                         an absolute path the daemon can read, or send the assignment inline \
+                         or streamed",
+                        p.display()
+                    )));
+                }
+                let head = read_head(&p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
                 check_sizes(&head, &header, &req.circuit_id)?;
                 let len = std::fs::metadata(&p)
                     .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
@@ -320,6 +358,7 @@ impl Engine {
                 std::fs::rename(&p, &to).map_err(|e| {
                     Error::io(format!("moving {} to {}", p.display(), to.display()), e)
                 })?;
+                sync_dir(&self.payload_dir);
                 let len = std::fs::metadata(&to)
                     .map_err(|e| Error::io(format!("reading {}", to.display()), e))?
                     .len();
@@ -352,7 +391,7 @@ impl Engine {
             id,
             circuit_id: req.circuit_id,
             priority: req.priority,
-            idempotency_key: req.idempotency_key.filter(|k| !k.is_empty()),
+            idempotency_key: key,
             payload_path: path.display().to_string(),
             payload_owned: owned,
             payload_bytes: bytes,
@@ -366,6 +405,53 @@ impl Engine {
             }
         }
         r
+    }
+
+    /// Checks a streamed submission's header before its bytes are read:
+    /// the daemon takes jobs, the circuit exists, and `assignment_bytes` is
+    /// the circuit's assignment size.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`] while shutting down; [`Error::NotFound`] for
+    /// an unknown circuit; [`Error::InvalidArgument`] for another size.
+    pub fn check_stream(&self, circuit_id: &str, assignment_bytes: u64) -> Result<()> {
+        if self.shutdown.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable(
+                "the daemon is shutting down: submit to another one or retry after restart".into(),
+            ));
+        }
+        let h = self.r1cs_header(circuit_id)?;
+        let want = assignment::HEADER_BYTES as u64
+            + assignment::ELEMENT_BYTES as u64 * h.num_variables.saturating_sub(1);
+        if assignment_bytes != want {
+            return Err(Error::InvalidArgument(format!(
+                "a streamed assignment of {assignment_bytes} bytes; circuit `{circuit_id}` \
+                 takes {want} ({} public inputs and {} witness values)",
+                h.num_inputs.saturating_sub(1),
+                h.num_variables.saturating_sub(h.num_inputs)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The R1CS header of circuit `id`.
+    fn r1cs_header(&self, id: &str) -> Result<cuzk_prover::r1cs_file::Header> {
+        let dir = self.registry.dir(id)?;
+        cuzk_prover::r1cs_file::read_header(dir.join(crate::circuits::R1CS_FILE)).map_err(|e| {
+            Error::FailedPrecondition(format!(
+                "circuit `{id}`: its R1CS file cannot be read ({e}); the operator must write it \
+                 again (`cuzk keygen`)"
+            ))
+        })
+    }
+
+    /// Stops taking jobs and wakes every waiter: the first step of a
+    /// shutdown, before the RPC server drains (AwaitProof calls then
+    /// return the jobs' states at once).
+    pub fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.doorbell.ring();
+        self.changed.notify_waiters();
     }
 
     /// Job `id` once it ended, or as it is when `timeout` passes.
@@ -384,7 +470,7 @@ impl Engine {
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("no job {id}")))?;
             let now = tokio::time::Instant::now();
-            if job.state.is_terminal() || now >= deadline {
+            if job.state.is_terminal() || now >= deadline || self.shutdown.load(Ordering::SeqCst) {
                 return Ok(job);
             }
             // Another daemon may finish it: look again at least every second.
@@ -401,9 +487,12 @@ impl Engine {
     /// # Errors
     /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
     pub async fn cancel(&self, id: &str) -> Result<JobState> {
-        let s = self.store.cancel(id, now_us()).await?;
+        let (job, now) = self.store.cancel(id, now_us()).await?;
+        if now && job.payload_owned {
+            let _ = std::fs::remove_file(&job.payload_path);
+        }
         self.changed.notify_waiters();
-        Ok(s)
+        Ok(job.state)
     }
 
     /// Loads circuit `id` now (on a blocking thread).
@@ -439,7 +528,12 @@ impl Engine {
                     ),
                     Lanes::Cpu(_) => (0, 0),
                 };
-                let busy = s.busy_us.load(Ordering::SeqCst) as f64 / 1e6;
+                let mut busy_us = s.busy_us.load(Ordering::SeqCst);
+                if s.busy_workers.load(Ordering::SeqCst) > 0 {
+                    let since = s.busy_since_us.load(Ordering::SeqCst);
+                    busy_us += (now_us() as u64).saturating_sub(since);
+                }
+                let busy = busy_us as f64 / 1e6;
                 pb::Device {
                     ordinal: lanes.device(i),
                     name: match lanes {
@@ -508,8 +602,7 @@ impl Engine {
     /// closes the store. Jobs still running after `grace` return to the
     /// queue when their lease runs out (on SQLite: at the next start).
     pub async fn shutdown(&self, grace: Duration) {
-        self.shutdown.store(true, Ordering::SeqCst);
-        self.doorbell.ring();
+        self.begin_shutdown();
         let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
         let deadline = Instant::now() + grace;
         while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
@@ -531,13 +624,23 @@ impl Engine {
     /// A worker thread of lane `lane`.
     fn worker(self: Arc<Self>, lane: usize) {
         let lease_us = (self.config.lease_secs * 1_000_000) as i64;
+        let max_attempts = i64::from(self.config.max_attempts);
         while !self.shutdown.load(Ordering::SeqCst) {
             let seen = self.doorbell.count();
-            match self
-                .rt
-                .block_on(self.store.claim(&self.owner, now_us(), lease_us))
-            {
-                Ok(Some(job)) => self.run(lane, job),
+            let claimed =
+                self.rt.block_on(
+                    self.store
+                        .claim(&self.owner, now_us(), lease_us, max_attempts),
+                );
+            match claimed {
+                Ok(Some(job)) => {
+                    let daemon_fault = self.run(lane, job);
+                    if daemon_fault {
+                        // This host could not prove it (a GPU fault, a key it
+                        // lacks): back off before the next claim.
+                        std::thread::sleep(Duration::from_secs(2));
+                    }
+                }
                 Ok(None) => {
                     self.doorbell.wait(seen, Duration::from_millis(500));
                 }
@@ -549,55 +652,102 @@ impl Engine {
         }
     }
 
-    /// Proves one claimed job and stores the outcome.
-    fn run(&self, lane: usize, job: JobRecord) {
+    /// Proves one claimed job and stores the outcome: the proof; a failure
+    /// when the job itself is at fault (its assignment); otherwise the job
+    /// goes back to the queue for another attempt (at most `max_attempts`
+    /// in all). Returns whether the daemon was at fault.
+    fn run(&self, lane: usize, job: JobRecord) -> bool {
         let span = tracing::info_span!("job", id = %job.id, circuit = %job.circuit_id, lane);
         let _g = span.enter();
-        let renew = self.renew_lease(&job.id);
+        let Some(lease) = job.lease.clone() else {
+            tracing::warn!("a claimed job without a lease token; skipped");
+            return true;
+        };
+        let renew = self.renew_lease(&job.id, &lease);
         let started = job.started_us.unwrap_or_else(now_us);
         let queue_wait_ms = (started - job.submitted_us).max(0) as f64 / 1e3;
         self.metrics.queue_wait(queue_wait_ms / 1e3);
-        let outcome = self.prove(lane, &job, queue_wait_ms);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.prove(lane, &job, queue_wait_ms)
+        }))
+        .unwrap_or_else(|p| {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Err(Fault::Daemon(Error::Internal(format!(
+                "the prover panicked: {what} (please report it)"
+            ))))
+        });
+        let daemon_fault = matches!(outcome, Err(Fault::Daemon(_)));
+        // The result is stored while the lease is still renewed; a store
+        // that is briefly unreachable is retried for a while.
+        let mut stored = Err(Error::Internal("not stored".into()));
+        for attempt in 0..10 {
+            stored = self.rt.block_on(async {
+                match &outcome {
+                    Ok((proof, timings, device)) => {
+                        let json = serde_json::to_string(timings).unwrap_or_default();
+                        self.store
+                            .complete(&job.id, &lease, proof, &json, i64::from(*device), now_us())
+                            .await
+                    }
+                    Err(Fault::Job(e)) => {
+                        self.store
+                            .fail(&job.id, &lease, &e.to_string(), now_us())
+                            .await
+                    }
+                    Err(Fault::Daemon(e)) => {
+                        self.store.release(&job.id, &lease, &e.to_string()).await
+                    }
+                }
+            });
+            match &stored {
+                Err(e) if attempt < 9 && !self.shutdown.load(Ordering::SeqCst) => {
+                    tracing::warn!("storing the result: {e}; retrying");
+                    std::thread::sleep(Duration::from_secs(1 << attempt.min(4)));
+                }
+                _ => break,
+            }
+        }
         drop(renew);
-        let stored = match &outcome {
-            Ok((proof, timings, device)) => {
-                let json = serde_json::to_string(timings).unwrap_or_default();
-                self.rt.block_on(self.store.complete(
-                    &job.id,
-                    &self.owner,
-                    proof,
-                    &json,
-                    i64::from(*device),
-                    now_us(),
-                ))
+        match (&outcome, stored) {
+            (_, Ok(false)) => {
+                tracing::warn!("the job's lease passed to another claim; result dropped")
             }
-            Err(e) => {
-                tracing::warn!("job failed: {e}");
-                self.rt.block_on(
-                    self.store
-                        .fail(&job.id, &self.owner, &e.to_string(), now_us()),
-                )
+            (_, Err(e)) => tracing::warn!("storing the result: {e}; the job will be taken again"),
+            (Err(Fault::Daemon(e)), Ok(true)) => {
+                tracing::warn!("given back to the queue: {e}");
             }
-        };
-        match stored {
-            Ok(true) => {
-                let state = if outcome.is_ok() {
-                    JobState::Done
+            (Ok((_, t, _)), Ok(true)) => {
+                let state = if self
+                    .rt
+                    .block_on(self.store.get(&job.id))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|j| j.state == JobState::Cancelled)
+                {
+                    JobState::Cancelled
                 } else {
-                    JobState::Failed
+                    JobState::Done
                 };
                 self.metrics.finished(state);
-                if let Ok((_, t, _)) = &outcome {
-                    self.metrics.stages(t);
-                }
+                self.metrics.stages(t);
                 if job.payload_owned {
                     let _ = std::fs::remove_file(&job.payload_path);
                 }
             }
-            Ok(false) => tracing::warn!("the job's lease passed to another worker; result dropped"),
-            Err(e) => tracing::warn!("storing the result: {e}; the job will be proved again"),
+            (Err(Fault::Job(e)), Ok(true)) => {
+                tracing::warn!("job failed: {e}");
+                self.metrics.finished(JobState::Failed);
+                if job.payload_owned {
+                    let _ = std::fs::remove_file(&job.payload_path);
+                }
+            }
         }
         self.changed.notify_waiters();
+        daemon_fault
     }
 
     fn prove(
@@ -605,21 +755,30 @@ impl Engine {
         lane: usize,
         job: &JobRecord,
         queue_wait_ms: f64,
-    ) -> Result<(Vec<u8>, Timings, i32)> {
-        let circuit = self.registry.acquire(&job.circuit_id)?;
+    ) -> std::result::Result<(Vec<u8>, Timings, i32), Fault> {
+        let circuit = self
+            .registry
+            .acquire(&job.circuit_id)
+            .map_err(Fault::Daemon)?;
         let t = Instant::now();
-        let a = Assignment::read_file(Path::new(&job.payload_path))?;
+        let a = Assignment::read_file(Path::new(&job.payload_path)).map_err(|e| match e {
+            // A payload this host cannot open is this host's problem (another
+            // daemon of the cluster may see it); one that does not decode is
+            // the job's.
+            Error::Io { .. } => Fault::Daemon(e),
+            other => Fault::Job(other),
+        })?;
         if 1 + a.public.len() != circuit.num_inputs
             || 1 + a.public.len() + a.witness.len() != circuit.num_variables
         {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Fault::Job(Error::InvalidArgument(format!(
                 "assignment of {} public inputs and {} witness values; circuit `{}` takes {} and {}",
                 a.public.len(),
                 a.witness.len(),
                 job.circuit_id,
-                circuit.num_inputs - 1,
-                circuit.num_variables - circuit.num_inputs
-            )));
+                circuit.num_inputs.saturating_sub(1),
+                circuit.num_variables.saturating_sub(circuit.num_inputs)
+            ))));
         }
         let (z, num_inputs) = a.into_full();
         let load_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -642,12 +801,15 @@ impl Engine {
                 .busy_us
                 .fetch_add((now_us() as u64).saturating_sub(since), Ordering::SeqCst);
         }
-        let (proof, pt, _) = r?;
+        let (proof, pt, _) = r.map_err(|e| match e {
+            cuzk_prover::Error::InvalidArgument(_) => Fault::Job(Error::Prover(e)),
+            other => Fault::Daemon(Error::Prover(other)),
+        })?;
         stats.proofs_done.fetch_add(1, Ordering::SeqCst);
         let mut bytes = Vec::new();
         proof
             .serialize_compressed(&mut bytes)
-            .map_err(|e| Error::Internal(format!("serializing a proof: {e}")))?;
+            .map_err(|e| Fault::Daemon(Error::Internal(format!("serializing a proof: {e}"))))?;
         let timings = Timings {
             load_ms,
             queue_wait_ms,
@@ -664,12 +826,12 @@ impl Engine {
         Ok((bytes, timings, self.registry.lanes().device(lane)))
     }
 
-    /// Renews this worker's lease on job `id` every third of the lease
+    /// Renews the lease `lease_token` on job `id` every third of the lease
     /// until the returned guard is dropped.
-    fn renew_lease(&self, id: &str) -> LeaseRenewal {
+    fn renew_lease(&self, id: &str, lease_token: &str) -> LeaseRenewal {
         let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
         let store = self.store.clone();
-        let (id, owner) = (id.to_string(), self.owner.clone());
+        let (id, owner) = (id.to_string(), lease_token.to_string());
         let lease = Duration::from_secs(self.config.lease_secs);
         self.rt.spawn(async move {
             let mut tick = tokio::time::interval(lease / 3);
@@ -689,6 +851,33 @@ impl Engine {
             }
         });
         LeaseRenewal(Some(tx))
+    }
+}
+
+/// Who is at fault when a proof fails: the job (its assignment: the job
+/// fails) or this daemon (a key it lacks, a GPU fault, a panic: the job
+/// goes back to the queue).
+enum Fault {
+    Job(Error),
+    Daemon(Error),
+}
+
+/// Checks a client's idempotency key: 1 to 256 bytes, no control
+/// characters (PostgreSQL's text and index limits).
+fn check_key(k: &str) -> Result<()> {
+    if k.len() > 256 || k.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "idempotency key of {} bytes: give at most 256 bytes without control characters",
+            k.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Syncs a directory (a rename in it), best effort.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
     }
 }
 

@@ -14,6 +14,14 @@ pub enum Error {
     /// or raise `max_queued_jobs` / `max_queued_bytes`.
     #[error("{0}")]
     ResourceExhausted(String),
+    /// The request cannot be served in the daemon's present state (a key
+    /// in use, an idempotency key taken by another circuit).
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The daemon is shutting down: submit to another one, or retry after
+    /// it restarts.
+    #[error("{0}")]
+    Unavailable(String),
     /// The job store (SQLite or PostgreSQL) failed.
     #[error("job store: {0}")]
     Store(#[from] sqlx::Error),
@@ -53,6 +61,8 @@ impl From<Error> for tonic::Status {
             Error::NotFound(_) => tonic::Status::not_found(msg),
             Error::InvalidArgument(_) => tonic::Status::invalid_argument(msg),
             Error::ResourceExhausted(_) => tonic::Status::resource_exhausted(msg),
+            Error::FailedPrecondition(_) => tonic::Status::failed_precondition(msg),
+            Error::Unavailable(_) => tonic::Status::unavailable(msg),
             Error::Prover(cuzk_prover::Error::InvalidArgument(_)) => {
                 tonic::Status::invalid_argument(msg)
             }

@@ -205,4 +205,6 @@ pub struct JobRecord {
     pub error: Option<String>,
     /// A cancellation was asked while it ran.
     pub cancel_requested: bool,
+    /// While running: the lease token of the claim that holds it.
+    pub lease: Option<String>,
 }

@@ -104,6 +104,8 @@ impl pb::prover_server::Prover for ProverService {
                 ))
             }
         };
+        self.engine
+            .check_stream(&header.circuit_id, header.assignment_bytes)?;
         let dir = self.engine.config().payload_dir();
         let tmp = dir.join(format!("{}.partial", uuid::Uuid::new_v4()));
         let io =
@@ -232,8 +234,12 @@ pub async fn serve(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> crate::Result<()> {
     let (tx, rx) = tokio::sync::watch::channel(false);
+    let e = engine.clone();
     tokio::spawn(async move {
         stop.await;
+        // Stop taking jobs and release AwaitProof calls before the server
+        // waits for its calls to end.
+        e.begin_shutdown();
         let _ = tx.send(true);
     });
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -277,6 +283,9 @@ pub async fn serve(
             )
             .await
     };
+    if let Some(path) = listen.strip_prefix("unix:") {
+        let _ = std::fs::remove_file(path);
+    }
     served.map_err(|e| Error::Internal(format!("gRPC server: {e}")))?;
     tracing::info!("stopping: waiting for running proofs");
     engine

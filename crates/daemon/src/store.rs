@@ -67,7 +67,7 @@ const SCHEMA: &[&str] = &[
 
 const COLUMNS: &str = "id, circuit_id, priority, state, payload_path, payload_owned, \
      submitted_us, started_us, finished_us, attempts, proof, timings, device, worker, error, \
-     cancel_requested";
+     cancel_requested, lease_owner";
 
 impl JobStore {
     /// Opens (and creates, for SQLite) the store at `url`
@@ -199,42 +199,103 @@ impl JobStore {
         ))
     }
 
-    /// Takes the next job for `owner`: the highest class first, the oldest
-    /// first within it, among queued jobs and running jobs whose lease ran
-    /// out. Holds it until `now_us + lease_us` unless renewed.
+    /// Takes the next job for worker `worker`: the highest class first, the
+    /// oldest first within it, among queued jobs and running jobs whose
+    /// lease ran out. Holds it until `now_us + lease_us` unless renewed,
+    /// under a lease token of this claim alone (the record's `lease`),
+    /// which [`JobStore::renew`], [`JobStore::complete`],
+    /// [`JobStore::fail`] and [`JobStore::release`] take. Before claiming:
+    /// jobs whose lease ran out with a cancellation asked become cancelled,
+    /// and jobs taken `max_attempts` times already become failed.
     ///
     /// # Errors
     /// [`Error::Store`].
     pub async fn claim(
         &self,
-        owner: &str,
+        worker: &str,
         now_us: i64,
         lease_us: i64,
+        max_attempts: i64,
     ) -> Result<Option<JobRecord>> {
+        sqlx::query(
+            "UPDATE cuzk_jobs SET state = 'cancelled', finished_us = $1, lease_owner = NULL \
+             WHERE state = 'running' AND lease_until_us < $1 AND cancel_requested = 1",
+        )
+        .bind(now_us)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query(
+            "UPDATE cuzk_jobs SET state = 'failed', finished_us = $1, lease_owner = NULL, \
+             error = 'gave up after ' || CAST(attempts AS TEXT) || ' attempts, the last: ' || \
+             COALESCE(error, 'its worker died or lost the lease') \
+             WHERE attempts >= $2 AND (state = 'queued' OR \
+             (state = 'running' AND lease_until_us < $1))",
+        )
+        .bind(now_us)
+        .bind(max_attempts)
+        .execute(&self.pool)
+        .await?;
         let lock = match self.kind {
             StoreKind::Postgres => " FOR UPDATE SKIP LOCKED",
             StoreKind::Sqlite => "",
         };
         let sql = format!(
-            "UPDATE cuzk_jobs SET state = 'running', lease_owner = $1, worker = $1, \
-             lease_until_us = $2, started_us = $3, attempts = attempts + 1 \
+            "UPDATE cuzk_jobs SET state = 'running', lease_owner = $1, worker = $2, \
+             lease_until_us = $3, started_us = $4, attempts = attempts + 1 \
              WHERE id = (SELECT id FROM cuzk_jobs \
-               WHERE state = 'queued' OR (state = 'running' AND lease_until_us < $3) \
+               WHERE state = 'queued' OR (state = 'running' AND lease_until_us < $4) \
                ORDER BY priority DESC, submitted_us, id LIMIT 1{lock}) \
              RETURNING {COLUMNS}"
         );
+        let token = format!("{worker}/{}", uuid::Uuid::new_v4().simple());
         let row = sqlx::query(&sql)
-            .bind(owner)
-            .bind(now_us + lease_us)
+            .bind(&token)
+            .bind(worker)
+            .bind(now_us.saturating_add(lease_us))
             .bind(now_us)
             .fetch_optional(&self.pool)
             .await?;
         row.map(|r| record(&r)).transpose()
     }
 
-    /// Extends `owner`'s lease on job `id` to `until_us`; false when the
-    /// job is no longer `owner`'s (its lease ran out and another took it,
-    /// or it ended).
+    /// Gives job `id` back to the queue (its lease token `lease` still
+    /// holding it), noting `error`: for failures of the daemon rather than
+    /// the job (a GPU fault, a key this host lacks); false when the job is
+    /// no longer held by `lease`.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn release(&self, id: &str, lease: &str, error: &str) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
+             ELSE 'queued' END, error = $1, lease_owner = NULL, lease_until_us = NULL \
+             WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
+        )
+        .bind(error)
+        .bind(id)
+        .bind(lease)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    /// The job submitted with idempotency key `key`, if any.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn by_key(&self, key: &str) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM cuzk_jobs WHERE idempotency_key = $1"
+        ))
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| record(&r)).transpose()
+    }
+
+    /// Extends the lease `owner` (a claim's token) on job `id` to
+    /// `until_us`; false when the job is no longer held by it (its lease ran
+    /// out and another claim took it, or it ended).
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -251,9 +312,10 @@ impl JobStore {
         Ok(r.rows_affected() == 1)
     }
 
-    /// Stores `owner`'s proof of job `id` (done, or cancelled when a
-    /// cancellation was asked meanwhile); false when the job is no longer
-    /// `owner`'s, and then nothing changes.
+    /// Stores the proof of job `id` made under lease `owner` (a claim's
+    /// token): done, or cancelled when a cancellation was asked meanwhile;
+    /// false when the job is no longer held by it, and then nothing
+    /// changes.
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -284,8 +346,8 @@ impl JobStore {
         Ok(r.rows_affected() == 1)
     }
 
-    /// Marks `owner`'s job `id` failed with `error`; false when the job is
-    /// no longer `owner`'s.
+    /// Marks job `id`, held under lease `owner` (a claim's token), failed
+    /// with `error`; false when the job is no longer held by it.
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -304,12 +366,13 @@ impl JobStore {
     }
 
     /// Cancels job `id`: a queued job at once, a running one when its proof
-    /// completes. Returns the state after the call.
+    /// completes. Returns the job after the call and whether it was
+    /// cancelled by this call (its payload can go).
     ///
     /// # Errors
     /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
-    pub async fn cancel(&self, id: &str, now_us: i64) -> Result<JobState> {
-        sqlx::query(
+    pub async fn cancel(&self, id: &str, now_us: i64) -> Result<(JobRecord, bool)> {
+        let r = sqlx::query(
             "UPDATE cuzk_jobs SET state = 'cancelled', finished_us = $1 \
              WHERE id = $2 AND state = 'queued'",
         )
@@ -324,7 +387,7 @@ impl JobStore {
         .execute(&self.pool)
         .await?;
         match self.get(id).await? {
-            Some(j) => Ok(j.state),
+            Some(j) => Ok((j, r.rows_affected() == 1)),
             None => Err(Error::NotFound(format!("no job {id}"))),
         }
     }
@@ -349,7 +412,8 @@ impl JobStore {
     /// [`Error::Store`].
     pub async fn requeue_running(&self) -> Result<u64> {
         let r = sqlx::query(
-            "UPDATE cuzk_jobs SET state = 'queued', lease_owner = NULL, lease_until_us = NULL \
+            "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
+             ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL \
              WHERE state = 'running'",
         )
         .execute(&self.pool)
@@ -407,6 +471,7 @@ fn record(r: &AnyRow) -> Result<JobRecord> {
         worker: r.try_get("worker")?,
         error: r.try_get("error")?,
         cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
+        lease: r.try_get("lease_owner")?,
     })
 }
 
@@ -461,8 +526,9 @@ mod tests {
             .unwrap();
         let order: Vec<String> = {
             let mut v = Vec::new();
-            while let Some(j) = s.claim("w", 10, 1_000_000).await.unwrap() {
+            while let Some(j) = s.claim("w", 10, 1_000_000, 5).await.unwrap() {
                 assert_eq!(j.state, JobState::Running);
+                assert!(j.lease.as_deref().unwrap().starts_with("w/"));
                 v.push(j.id);
             }
             v
@@ -487,6 +553,8 @@ mod tests {
             ("a".to_string(), true)
         );
         assert!(s.get("b").await.unwrap().is_none());
+        assert_eq!(s.by_key("k").await.unwrap().unwrap().id, "a");
+        assert!(s.by_key("other").await.unwrap().is_none());
         // No key: never deduplicated.
         s.insert(&job("c", Priority::Normal, None), 3)
             .await
@@ -503,24 +571,54 @@ mod tests {
         s.insert(&job("a", Priority::Normal, None), 1)
             .await
             .unwrap();
-        let j = s.claim("w1", 10, 100).await.unwrap().unwrap();
-        assert_eq!(j.attempts, 1);
-        // Within the lease nobody else gets it; after, w2 does.
-        assert!(s.claim("w2", 50, 100).await.unwrap().is_none());
-        assert!(s.renew("a", "w1", 150).await.unwrap());
-        assert!(s.claim("w2", 149, 100).await.unwrap().is_none());
-        let j = s.claim("w2", 151, 100).await.unwrap().unwrap();
-        assert_eq!(j.attempts, 2);
-        // w1 lost it: its result is refused, w2's is kept, once.
-        assert!(!s.complete("a", "w1", &[1], "{}", 0, 160).await.unwrap());
-        assert!(!s.renew("a", "w1", 300).await.unwrap());
-        assert!(s.complete("a", "w2", &[2, 3], "{}", -1, 170).await.unwrap());
-        assert!(!s.complete("a", "w2", &[4], "{}", -1, 171).await.unwrap());
+        let j1 = s.claim("w", 10, 100, 5).await.unwrap().unwrap();
+        let l1 = j1.lease.unwrap();
+        assert_eq!(j1.attempts, 1);
+        // Within the lease nobody else gets it; after, a new claim does,
+        // even by the same worker name: its token differs.
+        assert!(s.claim("w", 50, 100, 5).await.unwrap().is_none());
+        assert!(s.renew("a", &l1, 150).await.unwrap());
+        assert!(s.claim("w", 149, 100, 5).await.unwrap().is_none());
+        let j2 = s.claim("w", 151, 100, 5).await.unwrap().unwrap();
+        let l2 = j2.lease.unwrap();
+        assert_eq!(j2.attempts, 2);
+        assert_ne!(l1, l2);
+        // The first claim lost it: its result is refused, the second's is
+        // kept, once.
+        assert!(!s.complete("a", &l1, &[1], "{}", 0, 160).await.unwrap());
+        assert!(!s.renew("a", &l1, 300).await.unwrap());
+        assert!(!s.fail("a", &l1, "late", 165).await.unwrap());
+        assert!(s.complete("a", &l2, &[2, 3], "{}", -1, 170).await.unwrap());
+        assert!(!s.complete("a", &l2, &[4], "{}", -1, 171).await.unwrap());
         let j = s.get("a").await.unwrap().unwrap();
         assert_eq!(j.state, JobState::Done);
         assert_eq!(j.proof.as_deref(), Some(&[2u8, 3][..]));
         assert_eq!(j.device, Some(-1));
-        assert_eq!(j.worker.as_deref(), Some("w2"));
+        assert_eq!(j.worker.as_deref(), Some("w"));
+    }
+
+    #[tokio::test]
+    async fn release_requeues_and_attempts_are_bounded() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        for attempt in 1..=3 {
+            let j = s.claim("w", 10, 100, 3).await.unwrap().unwrap();
+            assert_eq!(j.attempts, attempt);
+            let lease = j.lease.unwrap();
+            assert!(s.release("a", &lease, "GPU fault").await.unwrap());
+            assert!(!s.release("a", &lease, "again").await.unwrap());
+        }
+        // Taken three times: the fourth claim fails it instead.
+        assert!(s.claim("w", 20, 100, 3).await.unwrap().is_none());
+        let j = s.get("a").await.unwrap().unwrap();
+        assert_eq!(j.state, JobState::Failed);
+        let e = j.error.unwrap();
+        assert!(
+            e.contains("gave up after 3 attempts") && e.contains("GPU fault"),
+            "{e}"
+        );
     }
 
     #[tokio::test]
@@ -532,16 +630,35 @@ mod tests {
         s.insert(&job("b", Priority::Normal, None), 2)
             .await
             .unwrap();
-        assert_eq!(s.cancel("b", 3).await.unwrap(), JobState::Cancelled);
-        let j = s.claim("w", 4, 100).await.unwrap().unwrap();
+        let (j, now) = s.cancel("b", 3).await.unwrap();
+        assert_eq!((j.state, now), (JobState::Cancelled, true));
+        let (_, again) = s.cancel("b", 3).await.unwrap();
+        assert!(!again);
+        let j = s.claim("w", 4, 100, 5).await.unwrap().unwrap();
         assert_eq!(j.id, "a");
-        assert!(s.claim("w", 4, 100).await.unwrap().is_none());
-        assert_eq!(s.cancel("a", 5).await.unwrap(), JobState::Running);
-        assert!(s.complete("a", "w", &[1], "{}", 0, 6).await.unwrap());
+        assert!(s.claim("w", 4, 100, 5).await.unwrap().is_none());
+        let (r, now) = s.cancel("a", 5).await.unwrap();
+        assert_eq!((r.state, now), (JobState::Running, false));
+        assert!(s
+            .complete("a", &j.lease.unwrap(), &[1], "{}", 0, 6)
+            .await
+            .unwrap());
         let j = s.get("a").await.unwrap().unwrap();
         assert_eq!(j.state, JobState::Cancelled);
         assert!(j.proof.is_none());
         assert!(matches!(s.cancel("zz", 7).await, Err(Error::NotFound(_))));
+        // A job whose worker died after a cancellation was asked is not
+        // proved again.
+        s.insert(&job("c", Priority::Normal, None), 8)
+            .await
+            .unwrap();
+        s.claim("dead", 9, 10, 5).await.unwrap().unwrap();
+        s.cancel("c", 10).await.unwrap();
+        assert!(s.claim("w", 30, 100, 5).await.unwrap().is_none());
+        assert_eq!(
+            s.get("c").await.unwrap().unwrap().state,
+            JobState::Cancelled
+        );
     }
 
     #[tokio::test]
@@ -550,19 +667,38 @@ mod tests {
         s.insert(&job("a", Priority::Normal, None), 1)
             .await
             .unwrap();
-        s.claim("dead", 2, 1_000_000_000).await.unwrap().unwrap();
+        s.insert(&job("b", Priority::Normal, None), 2)
+            .await
+            .unwrap();
+        s.claim("dead", 2, 1_000_000_000, 5).await.unwrap().unwrap();
+        s.claim("dead", 2, 1_000_000_000, 5).await.unwrap().unwrap();
+        s.cancel("b", 3).await.unwrap();
         drop(s);
         let url = format!("sqlite://{}", d.path().join("jobs.db").display());
         let s = JobStore::open(&url).await.unwrap();
-        assert_eq!(s.requeue_running().await.unwrap(), 1);
-        let j = s.claim("new", 3, 100).await.unwrap().unwrap();
+        assert_eq!(s.requeue_running().await.unwrap(), 2);
+        assert_eq!(
+            s.get("b").await.unwrap().unwrap().state,
+            JobState::Cancelled
+        );
+        let j = s.claim("new", 3, 100, 5).await.unwrap().unwrap();
         assert_eq!((j.id.as_str(), j.attempts), ("a", 2));
-        assert!(s.fail("a", "new", "bad witness", 4).await.unwrap());
+        assert!(s
+            .fail("a", &j.lease.unwrap(), "bad witness", 4)
+            .await
+            .unwrap());
         let j = s.get("a").await.unwrap().unwrap();
         assert_eq!(j.state, JobState::Failed);
         assert_eq!(j.error.as_deref(), Some("bad witness"));
-        let counts = s.counts().await.unwrap();
-        assert_eq!(counts, vec![(Priority::Normal, JobState::Failed, 1)]);
+        let mut counts = s.counts().await.unwrap();
+        counts.sort_by_key(|c| c.1.as_str());
+        assert_eq!(
+            counts,
+            vec![
+                (Priority::Normal, JobState::Cancelled, 1),
+                (Priority::Normal, JobState::Failed, 1)
+            ]
+        );
     }
 
     #[test]

@@ -25,7 +25,13 @@ async fn every_call_and_bad_input_in_process() {
         max_inline_bytes: 4 << 20,
         ..Config::default()
     };
-    let engine = Engine::start(config).await.unwrap();
+    let engine = Engine::start(config.clone()).await.unwrap();
+    // One daemon a data directory.
+    let e = Engine::start(config).await.unwrap_err().to_string();
+    assert!(
+        e.contains("another cuzk-daemon uses the data directory"),
+        "{e}"
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(service::serve(engine, async {
         let _ = stopped.await;
@@ -145,12 +151,33 @@ async fn every_call_and_bad_input_in_process() {
     let (k, m) = code(c.submit_proof(huge).await);
     assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
     assert!(m.contains("max_inline_bytes"), "{m}");
+    // An idempotency key is one job of one circuit.
+    let (k, m) = code(
+        c.submit_proof(inline(TINY, &witness(TINY, 1), "k1", pb::Priority::High))
+            .await,
+    );
+    assert_eq!(k, tonic::Code::FailedPrecondition, "{m}");
+    assert!(m.contains("belongs to job"), "{m}");
+    let long = "k".repeat(300);
+    let (k, m) = code(
+        c.submit_proof(inline(ONE, &a, &long, pb::Priority::Normal))
+            .await,
+    );
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    // A stream announcing another size is refused before its bytes.
+    let (k, m) = code(
+        c.submit_proof_stream(tokio_stream::iter(vec![header(bytes.len() - 32)]))
+            .await,
+    );
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("takes"), "{m}");
     let mut nopath = inline(ONE, &a, "", pb::Priority::Normal);
     nopath.assignment = Some(pb::submit_proof_request::Assignment::Path(
         "/no/such".into(),
     ));
-    let (k, _) = code(c.submit_proof(nopath).await);
-    assert_ne!(k, tonic::Code::Ok);
+    let (k, m) = code(c.submit_proof(nopath).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("not a readable file"), "{m}");
     let msgs = vec![header(bytes.len()), data(&bytes[..100])];
     let (k, m) = code(c.submit_proof_stream(tokio_stream::iter(msgs)).await);
     assert_eq!(k, tonic::Code::InvalidArgument, "{m}");

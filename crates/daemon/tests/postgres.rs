@@ -67,9 +67,10 @@ async fn two_hosts_never_take_one_job_twice() {
         tasks.push(tokio::spawn(async move {
             let owner = format!("host{}-w{w}", w % 2);
             let mut mine = Vec::new();
-            while let Some(j) = s.claim(&owner, 1_000, 60_000_000).await.unwrap() {
+            while let Some(j) = s.claim(&owner, 1_000, 60_000_000, 5).await.unwrap() {
+                let lease = j.lease.clone().unwrap();
                 assert!(s
-                    .complete(&j.id, &owner, &[1, 2, 3], "{}", w as i64, 2_000)
+                    .complete(&j.id, &lease, &[1, 2, 3], "{}", w as i64, 2_000)
                     .await
                     .unwrap());
                 mine.push((j.priority, j.id));
@@ -103,20 +104,21 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
     a.insert(&job(1, Priority::High), 1).await.unwrap();
     a.insert(&job(2, Priority::Critical), 2).await.unwrap();
     // Host a takes the critical job, then dies (its lease ends at 110).
-    let j = a.claim("a", 10, 100).await.unwrap().unwrap();
-    assert_eq!(j.id, "job-002");
-    let j = b.claim("b", 20, 100).await.unwrap().unwrap();
-    assert_eq!(j.id, "job-001");
-    assert!(b.claim("b", 50, 100).await.unwrap().is_none());
-    let j = b.claim("b", 111, 100).await.unwrap().unwrap();
-    assert_eq!((j.id.as_str(), j.attempts), ("job-002", 2));
+    let ja = a.claim("a", 10, 100, 5).await.unwrap().unwrap();
+    assert_eq!(ja.id, "job-002");
+    let j1 = b.claim("b", 20, 100, 5).await.unwrap().unwrap();
+    assert_eq!(j1.id, "job-001");
+    assert!(b.claim("b", 50, 100, 5).await.unwrap().is_none());
+    let jb = b.claim("b", 111, 100, 5).await.unwrap().unwrap();
+    assert_eq!((jb.id.as_str(), jb.attempts), ("job-002", 2));
     // A late result of the dead host is refused; b's is kept.
+    let (la, lb) = (ja.lease.unwrap(), jb.lease.unwrap());
     assert!(!a
-        .complete("job-002", "a", &[9], "{}", 0, 120)
+        .complete("job-002", &la, &[9], "{}", 0, 120)
         .await
         .unwrap());
     assert!(b
-        .complete("job-002", "b", &[7], "{}", 1, 130)
+        .complete("job-002", &lb, &[7], "{}", 1, 130)
         .await
         .unwrap());
     let j = a.get("job-002").await.unwrap().unwrap();
@@ -124,8 +126,12 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
         (j.state, j.proof.as_deref()),
         (JobState::Done, Some(&[7u8][..]))
     );
-    assert_eq!(a.cancel("job-001", 140).await.unwrap(), JobState::Running);
-    assert!(b.fail("job-001", "b", "bad witness", 150).await.unwrap());
+    assert_eq!(
+        a.cancel("job-001", 140).await.unwrap().0.state,
+        JobState::Running
+    );
+    let l1 = j1.lease.unwrap();
+    assert!(b.fail("job-001", &l1, "bad witness", 150).await.unwrap());
     assert_eq!(
         b.get("job-001").await.unwrap().unwrap().state,
         JobState::Failed
