@@ -66,8 +66,9 @@ pub struct Config {
     /// AwaitProof's wait when the request gives none, milliseconds.
     /// Default 10 minutes.
     pub await_timeout_ms: u64,
-    /// How long SIGTERM waits for running proofs before exiting (their jobs
-    /// go back to the queue), seconds. Default 600.
+    /// How long SIGTERM waits for running proofs before exiting, seconds
+    /// (jobs still running then are taken again when their lease runs out,
+    /// or on SQLite at the next start). Default 600.
     pub shutdown_grace_secs: u64,
     /// This daemon's name in job rows and status; default: host name and
     /// process id.
