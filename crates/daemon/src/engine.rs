@@ -189,6 +189,25 @@ impl Engine {
             if n > 0 {
                 tracing::info!(jobs = n, "requeued jobs left running by a previous run");
             }
+            // Files a previous run left behind: uploads cut short, and
+            // payloads whose job never made it into the store.
+            let live: std::collections::HashSet<String> =
+                store.live_payloads().await?.into_iter().collect();
+            let stray: Vec<PathBuf> = std::fs::read_dir(&payload_dir)
+                .map_err(|e| Error::io(format!("reading {}", payload_dir.display()), e))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| match p.extension().and_then(|x| x.to_str()) {
+                    Some("partial") => true,
+                    Some("asg") => !live.contains(&p.display().to_string()),
+                    _ => false,
+                })
+                .collect();
+            for p in &stray {
+                let _ = std::fs::remove_file(p);
+            }
+            if !stray.is_empty() {
+                tracing::info!(files = stray.len(), "removed stray payload files");
+            }
         }
         let devices = match &config.devices {
             Some(d) => d.clone(),

@@ -421,6 +421,22 @@ impl JobStore {
         Ok(r.rows_affected())
     }
 
+    /// The payload files the daemon owns of jobs queued or running.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn live_payloads(&self) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT payload_path FROM cuzk_jobs \
+             WHERE state IN ('queued', 'running') AND payload_owned = 1",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok(r.try_get::<String, _>("payload_path")?))
+            .collect()
+    }
+
     /// How many jobs each (class, state) has.
     ///
     /// # Errors

@@ -384,6 +384,10 @@ async fn sigkill_and_restart_finish_every_job_once() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     d.kill();
+    // Leftovers of a cut upload and of a payload whose job never made it
+    // into the store: removed at the restart.
+    std::fs::write(tmp.path().join("payloads/cut.partial"), b"x").unwrap();
+    std::fs::write(tmp.path().join("payloads/orphan.asg"), b"x").unwrap();
 
     let mut d = Daemon::start(port, tmp.path(), &flags);
     let mut c = connect(port).await;
