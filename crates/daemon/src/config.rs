@@ -84,6 +84,9 @@ pub struct Config {
     /// whose proofs keep crashing daemons, or that daemons keep giving
     /// back). Default 5.
     pub max_attempts: u32,
+    /// Finished jobs (done, failed, cancelled) older than this are deleted
+    /// from the store, seconds; 0 keeps them. Default 7 days.
+    pub retain_finished_secs: u64,
 }
 
 impl Default for Config {
@@ -107,6 +110,7 @@ impl Default for Config {
             worker_name: String::new(),
             verify_keys: false,
             max_attempts: 5,
+            retain_finished_secs: 7 * 24 * 3600,
         }
     }
 }
@@ -177,6 +181,9 @@ impl Config {
         }
         if self.max_inline_bytes > 1 << 31 {
             return bad("max_inline_bytes above 2 GiB: stream larger assignments");
+        }
+        if self.retain_finished_secs > 100 * 365 * 24 * 3600 {
+            return bad("retain_finished_secs above 100 years: give 0 to keep finished jobs");
         }
         if self.max_attempts == 0 {
             return bad("max_attempts is 0: no job could be taken");

@@ -267,6 +267,27 @@ impl Engine {
             }
         }
         *engine.workers.lock().unwrap_or_else(|p| p.into_inner()) = handles;
+        if engine.config.retain_finished_secs > 0 {
+            // Finished jobs past their retention leave the store, every ten
+            // minutes (and once at start).
+            let e = Arc::downgrade(&engine);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(600));
+                loop {
+                    tick.tick().await;
+                    let Some(e) = e.upgrade() else { return };
+                    if e.shutdown.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let keep = (e.config.retain_finished_secs as i64).saturating_mul(1_000_000);
+                    match e.store.prune(now_us().saturating_sub(keep)).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(jobs = n, "pruned finished jobs"),
+                        Err(err) => tracing::warn!("pruning finished jobs: {err}"),
+                    }
+                }
+            });
+        }
         tracing::info!(
             owner = %engine.owner,
             store = engine.store.shown(),
@@ -336,54 +357,19 @@ impl Engine {
         }
         let header = self.r1cs_header(&req.circuit_id)?;
         let id = uuid::Uuid::new_v4().to_string();
-        let (path, owned, bytes) = match req.payload {
-            Payload::Bytes(b) => {
-                if b.len() as u64 > self.config.max_inline_bytes {
-                    return Err(Error::InvalidArgument(format!(
-                        "inline assignment of {} bytes exceeds max_inline_bytes ({}): stream it \
-                         or pass a path",
-                        b.len(),
-                        self.config.max_inline_bytes
-                    )));
-                }
-                check_sizes(&b, &header, &req.circuit_id)?;
-                // Decoded in full: a bad element is refused now, not when
-                // a worker reaches the job.
-                Assignment::from_bytes(&b)?;
-                let p = self.payload_dir.join(format!("{id}.asg"));
-                write_synced(&p, &b)?;
-                (p, true, b.len() as u64)
-            }
-            Payload::Path(p) => {
-                if !p.is_absolute() || !p.is_file() {
-                    return Err(Error::InvalidArgument(format!(
-                        "assignment path {}: not a readable file on the daemon's host; give \
-                         an absolute path the daemon can read, or send the assignment inline \
-                         or streamed",
-                        p.display()
-                    )));
-                }
-                let head = read_head(&p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-                check_sizes(&head, &header, &req.circuit_id)?;
-                let len = std::fs::metadata(&p)
-                    .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
-                    .len();
-                (p, false, len)
-            }
-            Payload::Owned(p) => {
-                let head = read_head(&p)?;
-                check_sizes(&head, &header, &req.circuit_id)?;
-                let to = self.payload_dir.join(format!("{id}.asg"));
-                std::fs::rename(&p, &to).map_err(|e| {
-                    Error::io(format!("moving {} to {}", p.display(), to.display()), e)
-                })?;
-                sync_dir(&self.payload_dir);
-                let len = std::fs::metadata(&to)
-                    .map_err(|e| Error::io(format!("reading {}", to.display()), e))?
-                    .len();
-                (to, true, len)
-            }
-        };
+        // File work (a decode, an fsync of up to max_inline_bytes) off the
+        // async runtime's threads.
+        let (dir, circuit, max_inline) = (
+            self.payload_dir.clone(),
+            req.circuit_id.clone(),
+            self.config.max_inline_bytes,
+        );
+        let (payload, placed_id) = (req.payload, id.clone());
+        let (path, owned, bytes) = tokio::task::spawn_blocking(move || {
+            place_payload(payload, &header, &circuit, &dir, &placed_id, max_inline)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("payload task: {e}")))??;
         let cleanup = |path: &Path| {
             if owned {
                 let _ = std::fs::remove_file(path);
@@ -871,6 +857,67 @@ impl Engine {
         });
         LeaseRenewal(Some(tx))
     }
+}
+
+/// Checks a submission's payload against the circuit's R1CS `header` and
+/// puts it in place: the bytes of an inline assignment (decoded in full,
+/// written to `dir` and synced), a client's path (checked, left where it
+/// is), or a streamed upload (moved into `dir`). Returns the payload's
+/// path, whether the daemon owns it, and its size.
+fn place_payload(
+    payload: Payload,
+    header: &cuzk_prover::r1cs_file::Header,
+    circuit_id: &str,
+    dir: &Path,
+    id: &str,
+    max_inline: u64,
+) -> Result<(PathBuf, bool, u64)> {
+    Ok(match payload {
+        Payload::Bytes(b) => {
+            if b.len() as u64 > max_inline {
+                return Err(Error::InvalidArgument(format!(
+                    "inline assignment of {} bytes exceeds max_inline_bytes ({max_inline}): \
+                     stream it or pass a path",
+                    b.len()
+                )));
+            }
+            check_sizes(&b, header, circuit_id)?;
+            // Decoded in full: a bad element is refused now, not when a
+            // worker reaches the job.
+            Assignment::from_bytes(&b)?;
+            let p = dir.join(format!("{id}.asg"));
+            write_synced(&p, &b)?;
+            (p, true, b.len() as u64)
+        }
+        Payload::Path(p) => {
+            if !p.is_absolute() || !p.is_file() {
+                return Err(Error::InvalidArgument(format!(
+                    "assignment path {}: not a readable file on the daemon's host; give an \
+                     absolute path the daemon can read, or send the assignment inline or \
+                     streamed",
+                    p.display()
+                )));
+            }
+            let head = read_head(&p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            check_sizes(&head, header, circuit_id)?;
+            let len = std::fs::metadata(&p)
+                .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
+                .len();
+            (p, false, len)
+        }
+        Payload::Owned(p) => {
+            let head = read_head(&p)?;
+            check_sizes(&head, header, circuit_id)?;
+            let to = dir.join(format!("{id}.asg"));
+            std::fs::rename(&p, &to)
+                .map_err(|e| Error::io(format!("moving {} to {}", p.display(), to.display()), e))?;
+            sync_dir(dir);
+            let len = std::fs::metadata(&to)
+                .map_err(|e| Error::io(format!("reading {}", to.display()), e))?
+                .len();
+            (to, true, len)
+        }
+    })
 }
 
 /// Who is at fault when a proof fails: the job (its assignment: the job

@@ -179,6 +179,21 @@ pub async fn serve(
     addr: &str,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> crate::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| crate::Error::io(format!("binding the metrics endpoint {addr}"), e))?;
+    serve_on(engine, listener, stop).await
+}
+
+/// Serves `/metrics` on a bound `listener` until `stop` resolves.
+///
+/// # Errors
+/// [`crate::Error::Io`] when serving fails.
+pub async fn serve_on(
+    engine: Arc<Engine>,
+    listener: tokio::net::TcpListener,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> crate::Result<()> {
     use axum::routing::get;
     let app = axum::Router::new().route(
         "/metrics",
@@ -203,9 +218,6 @@ pub async fn serve(
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| crate::Error::io(format!("binding the metrics endpoint {addr}"), e))?;
     axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await

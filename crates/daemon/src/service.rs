@@ -248,10 +248,15 @@ pub async fn serve(
     let metrics = if engine.config().metrics_listen.is_empty() {
         None
     } else {
-        let (e, addr) = (engine.clone(), engine.config().metrics_listen.clone());
+        // Bound here, so that a taken port fails the start, not silently.
+        let addr = engine.config().metrics_listen.clone();
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| Error::io(format!("binding the metrics endpoint {addr}"), e))?;
+        let e = engine.clone();
         let stop = stopped(rx.clone());
         Some(tokio::spawn(async move {
-            crate::metrics::serve(e, &addr, stop).await
+            crate::metrics::serve_on(e, listener, stop).await
         }))
     };
     let max = engine.config().max_inline_bytes as usize + (1 << 20);

@@ -421,6 +421,22 @@ impl JobStore {
         Ok(r.rows_affected())
     }
 
+    /// Deletes the jobs that ended before `before_us` (done, failed or
+    /// cancelled); returns how many.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn prune(&self, before_us: i64) -> Result<u64> {
+        let r = sqlx::query(
+            "DELETE FROM cuzk_jobs WHERE state IN ('done', 'failed', 'cancelled') \
+             AND finished_us < $1",
+        )
+        .bind(before_us)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected())
+    }
+
     /// The payload files the daemon owns of jobs queued or running.
     ///
     /// # Errors
@@ -715,6 +731,27 @@ mod tests {
                 (Priority::Normal, JobState::Failed, 1)
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn prune_drops_old_finished_jobs_only() {
+        let (s, _d) = store().await;
+        for (id, t) in [("a", 1), ("b", 2), ("c", 3)] {
+            s.insert(&job(id, Priority::Normal, None), t).await.unwrap();
+        }
+        let j = s.claim("w", 10, 100, 5).await.unwrap().unwrap();
+        assert!(s
+            .complete(&j.id, &j.lease.unwrap(), &[1], "{}", 0, 20)
+            .await
+            .unwrap());
+        s.cancel("b", 30).await.unwrap();
+        assert_eq!(s.prune(25).await.unwrap(), 1);
+        assert!(s.get("a").await.unwrap().is_none());
+        assert_eq!(
+            s.get("b").await.unwrap().unwrap().state,
+            JobState::Cancelled
+        );
+        assert_eq!(s.get("c").await.unwrap().unwrap().state, JobState::Queued);
     }
 
     #[test]
