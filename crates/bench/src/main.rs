@@ -117,9 +117,17 @@ fn steps(layer: &str, size: Size) -> u64 {
             let (g1, g2) = size.pick(witness::LOGS[0], witness::LOGS[1], witness::LOGS[2]);
             2 * (g1.len() + g2.len())
         }
-        "prover" => size
-            .pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2])
-            .len(),
+        "prover" => {
+            size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2])
+                .len()
+                + 2 * size
+                    .pick(
+                        prover::POREP_LOGS[0],
+                        prover::POREP_LOGS[1],
+                        prover::POREP_LOGS[2],
+                    )
+                    .len()
+        }
         _ => 0,
     };
     n as u64

@@ -23,30 +23,66 @@ pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22]];
 /// (2^22 takes about 40 s on 16 cores).
 const CPU_MAX: u32 = 22;
 
-/// Groth16 proofs of a synthetic R1CS filling 2^k constraints (key of
+/// PoRep-shaped sizes (log2 of the domain): `--quick`, default, `--full`.
+pub(crate) const POREP_LOGS: [&[u32]; 3] = [&[14], &[20], &[20, 24]];
+
+/// The CPU path proves PoRep-shaped circuits up to this size (log2); the
+/// larger ones are timed on the GPU only, unchecked.
+const POREP_CPU_MAX: u32 = 20;
+
+/// Groth16 proofs of synthetic R1CS filling 2^k constraints (keys of
 /// random points: timed, not verified; the prover's tests and example
-/// verify real circuits): cuzk's prover on the GPU (median of 3 proofs,
-/// with each stage's median as its own figure) and on the CPU (one proof).
-/// Both take the same r and s, so their proofs must be equal.
+/// verify real circuits): dense random circuits, and PoRep-shaped ones (a
+/// witness of bits, sparse A and B: `synthetic::PorepShaped`). cuzk's
+/// prover on the GPU (median of 3 proofs, with each stage's median as its
+/// own figure) and on the CPU (one proof). Both take the same r and s, so
+/// their proofs must be equal.
 pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     let mut rng = run.rng(5);
     for &k in run.size.pick(LOGS[0], LOGS[1], LOGS[2]) {
         let name = format!("Groth16 proof 2^{k}");
+        let (w, pk) = synthetic(k, rng.gen(), &mut rng)?;
+        one(run, rec, &mut rng, &name, (w, pk), k <= CPU_MAX)?;
+    }
+    for &k in run.size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]) {
+        let name = format!("Groth16 proof 2^{k}, PoRep-shaped");
+        step(format!("bench prover: {name}: circuit and key"));
+        let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, rng.gen());
+        let w = c.matrices()?;
+        let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng)?;
+        one(run, rec, &mut rng, &name, (w, pk), k <= POREP_CPU_MAX)?;
+    }
+    Ok(())
+}
+
+/// One circuit's figures and check (see [`bench`]); the CPU path's proof
+/// is the reference when `cpu`.
+fn one(
+    run: &Run,
+    rec: &mut Record,
+    rng: &mut rand_chacha::ChaCha20Rng,
+    name: &str,
+    (witness, pk): (cuzk_prover::Synthesized, cuzk_prover::ProvingKey),
+    cpu: bool,
+) -> Result<()> {
+    let name = name.to_string();
+    {
         step(format!("bench prover: {name}"));
-        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
-        let (witness, pk) = synthetic(k, rng.gen(), &mut rng)?;
+        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
         let job = witness.job(r, s);
         let n = job.matrices.num_constraints;
         let mut want = None;
-        if k <= CPU_MAX {
+        if cpu {
             let (ms, proof) = once_ms(|| prove(&Prover::cpu(pk.clone())?, &job));
             rec.figure(LAYER, name.clone(), CPU_PATH, n, ms, "wall");
             want = Some(proof?.0);
         }
         let what = format!("{name}: cuzk prover, GPU");
         if run.gpu.is_none() {
-            rec.checks.skip(LAYER, what, CPU_PATH, n, "no GPU");
-            continue;
+            if cpu {
+                rec.checks.skip(LAYER, what, CPU_PATH, n, "no GPU");
+            }
+            return Ok(());
         }
         let prover = Prover::new(pk)?;
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
@@ -67,15 +103,8 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         if rec.checks.inject(LAYER) {
             got.a = (got.a + ark_bls12_381::G1Affine::generator()).into_affine();
         }
-        match &want {
-            Some(w) => rec.checks.values(LAYER, what, CPU_PATH, n, &got, w),
-            None => rec.checks.skip(
-                LAYER,
-                what,
-                CPU_PATH,
-                n,
-                format!("the CPU path proves up to 2^{CPU_MAX} only"),
-            ),
+        if let Some(w) = &want {
+            rec.checks.values(LAYER, what, CPU_PATH, n, &got, w);
         }
         rec.figure(
             LAYER,
