@@ -90,13 +90,25 @@ impl Run {
         r
     }
 
-    /// `n` uniformly random elements of Fr from stream `stream` of the run's
-    /// seed, drawn on all cores: chunk `i` (2^16 elements) reads its own
-    /// stretch of that ChaCha20 key stream, from word `i * 2^40` on, so the
-    /// values depend on the seed, the stream and `n` only. Use a stream that
-    /// nothing else draws from.
+    /// `n` uniformly random elements of Fr from stream `stream` of the
+    /// run's seed (see [`Run::random_with`]). Use a stream that nothing
+    /// else draws from.
     pub(crate) fn random_fr(&self, stream: u64, n: usize) -> Vec<cuzk_field::Fr> {
-        use ark_ff::{UniformRand, Zero};
+        use ark_ff::UniformRand;
+        self.random_with(stream, n, cuzk_field::Fr::rand)
+    }
+
+    /// `n` elements each drawn by `draw` from stream `stream` of the run's
+    /// seed, on all cores: chunk `i` (2^16 elements) reads its own stretch
+    /// of that ChaCha20 key stream, from word `i * 2^40` on, so the values
+    /// depend on the seed, the stream and `n` only.
+    pub(crate) fn random_with(
+        &self,
+        stream: u64,
+        n: usize,
+        draw: impl Fn(&mut rand_chacha::ChaCha20Rng) -> cuzk_field::Fr + Sync,
+    ) -> Vec<cuzk_field::Fr> {
+        use ark_ff::Zero;
         use rayon::prelude::*;
         const CHUNK: usize = 1 << 16;
         let mut out = vec![cuzk_field::Fr::zero(); n];
@@ -104,7 +116,7 @@ impl Run {
             let mut r = self.rng(stream);
             r.set_word_pos((i as u128) << 40);
             for x in c {
-                *x = cuzk_field::Fr::rand(&mut r);
+                *x = draw(&mut r);
             }
         });
         out

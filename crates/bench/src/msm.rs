@@ -65,7 +65,17 @@ pub(crate) fn bench_points<P: SWCurveConfig>(
 
 /// With `--inject-mismatch msm`: moves one cuzk result off by the generator.
 fn corrupt_if_injected<P: SWCurveConfig>(rec: &mut Record, r: Affine<P>) -> Affine<P> {
-    if rec.checks.inject(LAYER) {
+    corrupt_point_if_injected(rec, LAYER, r)
+}
+
+/// With `--inject-mismatch LAYER` for `layer`: moves one cuzk result off
+/// by the generator.
+pub(crate) fn corrupt_point_if_injected<P: SWCurveConfig>(
+    rec: &mut Record,
+    layer: &'static str,
+    r: Affine<P>,
+) -> Affine<P> {
+    if rec.checks.inject(layer) {
         (r + Affine::<P>::generator()).into_affine()
     } else {
         r

@@ -11,7 +11,7 @@ use crate::report::Record;
 use crate::timing::{once_ms, wall_ms};
 use anyhow::Result;
 use ark_ec::short_weierstrass::{Affine, Projective};
-use ark_ec::{AffineRepr, CurveGroup};
+use ark_ec::CurveGroup;
 use ark_ff::{One, UniformRand, Zero};
 use cuzk_field::Fr;
 use cuzk_msm::{GpuMsm, MsmCurve};
@@ -43,27 +43,19 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     Ok(())
 }
 
-/// `n` scalars of a witness shape: chunk i of 2^16 from its own ChaCha20
-/// stretch of `stream` (as `Run::random_fr`), drawn on all cores.
+/// `n` scalars of a witness shape (`zeros` and `ones` in millionths, the
+/// rest uniform), drawn as `Run::random_with` draws.
 fn shaped(run: &Run, stream: u64, n: usize, zeros: u32, ones: u32) -> Vec<Fr> {
-    use rayon::prelude::*;
-    const CHUNK: usize = 1 << 16;
-    let mut out = vec![Fr::zero(); n];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, c)| {
-        let mut r = run.rng(stream);
-        r.set_word_pos((i as u128) << 40);
-        for x in c {
-            let u = r.gen_range(0..1_000_000u32);
-            *x = if u < zeros {
-                Fr::zero()
-            } else if u < zeros + ones {
-                Fr::one()
-            } else {
-                Fr::rand(&mut r)
-            };
+    run.random_with(stream, n, |r| {
+        let u = r.gen_range(0..1_000_000u32);
+        if u < zeros {
+            Fr::zero()
+        } else if u < zeros + ones {
+            Fr::one()
+        } else {
+            Fr::rand(r)
         }
-    });
-    out
+    })
 }
 
 fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) -> Result<()> {
@@ -170,9 +162,5 @@ fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) ->
 /// With `--inject-mismatch witness`: moves one cuzk result off by the
 /// generator.
 fn corrupt_if_injected<P: MsmCurve>(rec: &mut Record, r: Affine<P>) -> Affine<P> {
-    if rec.checks.inject(LAYER) {
-        (r + Affine::<P>::generator()).into_affine()
-    } else {
-        r
-    }
+    crate::msm::corrupt_point_if_injected(rec, LAYER, r)
 }
