@@ -123,13 +123,15 @@ __device__ __forceinline__ void st(Xyzz<F>* p, const Xyzz<F>& v) {
 // stride = 0: plain bases, key (window << c | bucket), value the point's
 // index. stride > 0: precomputed bases (window w's copy of point i at
 // w stride + i, all windows sharing one set of buckets): key = bucket,
-// value = w stride + i.
-__global__ void digits_kernel(const Fr* __restrict__ scalars, uint64_t n, uint32_t c, uint32_t w0,
-                              uint32_t nw, uint64_t stride, uint32_t* __restrict__ keys,
-                              uint32_t* __restrict__ vals) {
+// value = w stride + i. With `index` (non-null), entry i is scalar and
+// point index[i] (see cuzk_msm_part); pairs are still written at entry i.
+__global__ void digits_kernel(const Fr* __restrict__ scalars, const uint32_t* __restrict__ index,
+                              uint64_t n, uint32_t c, uint32_t w0, uint32_t nw, uint64_t stride,
+                              uint32_t* __restrict__ keys, uint32_t* __restrict__ vals) {
     const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const uint4* s = reinterpret_cast<const uint4*>(scalars + i);
+    const uint64_t src = index != nullptr ? index[i] : i;
+    const uint4* s = reinterpret_cast<const uint4*>(scalars + src);
     const uint4 a = s[0], b = s[1];
     Fr m;
     m.l[0] = a.x; m.l[1] = a.y; m.l[2] = a.z; m.l[3] = a.w;
@@ -162,7 +164,7 @@ __global__ void digits_kernel(const Fr* __restrict__ scalars, uint64_t n, uint32
             const uint64_t at = (uint64_t)(w - w0) * n + i;
             const uint32_t bucket = d == 0 ? half : d - 1;
             keys[at] = stride == 0 ? (w << c) | bucket : bucket;
-            vals[at] = (uint32_t)(stride == 0 ? i : w * stride + i) | (neg << 31);
+            vals[at] = (uint32_t)(stride == 0 ? src : w * stride + src) | (neg << 31);
         }
     }
 }

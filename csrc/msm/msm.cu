@@ -1,6 +1,7 @@
 // cuzk MSM C ABI (include/cuzk/msm.h): argument checks and dispatch by
 // curve. The kernels are in kernels.cuh, the scratch plan in plan.cuh, the
-// launches in run.cuh; this file is their one translation unit.
+// launches in run.cuh, the witness-shaped parts in witness.cuh; this file
+// is their one translation unit.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "kernels.cuh"
 #include "plan.cuh"
 #include "run.cuh"
+#include "witness.cuh"
 
 using cuzk::guard;
 using cuzk::ok;
@@ -105,9 +107,10 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
         const auto* scalars = static_cast<const Fr*>(input->scalars);
         if (p.curve == CUZK_MSM_G1)
             return accumulate<Fp>(p, static_cast<const Affine<Fp>*>(input->bases), stride,
-                                  scalars, n, p.c, input->part, base, profile, st);
+                                  scalars, input->indices, n, p.c, input->part, base, profile,
+                                  st);
         return accumulate<Fp2>(p, static_cast<const Affine<Fp2>*>(input->bases), stride, scalars,
-                               n, p.c, input->part, base, profile, st);
+                               input->indices, n, p.c, input->part, base, profile, st);
     });
 }
 
@@ -127,6 +130,93 @@ cuzk_status cuzk_msm_finish(int32_t device, const cuzk_msm_plan* plan, void* scr
         const auto st = (cudaStream_t)stream;
         if (p.curve == CUZK_MSM_G1) return finish<Fp>(p, base, window_sums, profile, st);
         return finish<Fp2>(p, base, window_sums, profile, st);
+    });
+}
+
+cuzk_status cuzk_msm_classify_scratch(int32_t device, uint64_t n, uint64_t* bytes) {
+    return guard("cuzk_msm_classify_scratch", [&]() -> cuzk_status {
+        if (bytes == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_classify_scratch: null pointer");
+        if (n > CUZK_MSM_MAX_POINTS)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_classify_scratch: %llu scalars pass 2^31 - 1",
+                              (unsigned long long)n);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        return classify_scratch(n, *bytes);
+    });
+}
+
+cuzk_status cuzk_msm_classify(int32_t device, const void* scalars, uint64_t n, uint32_t* indices,
+                              void* scratch, uint64_t scratch_bytes, uint64_t* counts,
+                              void* stream) {
+    return guard("cuzk_msm_classify", [&]() -> cuzk_status {
+        if (counts == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_classify: null counts");
+        if (n > CUZK_MSM_MAX_POINTS)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_classify: %llu scalars pass 2^31 - 1",
+                              (unsigned long long)n);
+        if (n > 0 && (scalars == nullptr || indices == nullptr || scratch == nullptr))
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_classify: null device pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint64_t need = 0;
+        cuzk_status s = classify_scratch(n, need);
+        if (s.code != CUZK_OK) return s;
+        if (n > 0 && scratch_bytes < need)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_classify: scratch of %llu bytes, %llu needed "
+                              "(cuzk_msm_classify_scratch)",
+                              (unsigned long long)scratch_bytes, (unsigned long long)need);
+        return classify(static_cast<const Fr*>(scalars), n, indices, static_cast<char*>(scratch),
+                        counts, (cudaStream_t)stream);
+    });
+}
+
+cuzk_status cuzk_msm_sum_scratch(int32_t device, uint32_t curve, uint64_t count, uint64_t* bytes) {
+    return guard("cuzk_msm_sum_scratch", [&]() -> cuzk_status {
+        (void)device;
+        if (bytes == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_sum_scratch: null pointer");
+        if (curve != CUZK_MSM_G1 && curve != CUZK_MSM_G2)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_sum_scratch: curve %u is neither G1 (1) nor G2 (2)",
+                              curve);
+        *bytes = sum_plan(count, curve == CUZK_MSM_G1 ? sizeof(Xyzz<Fp>) : sizeof(Xyzz<Fp2>))
+                     .total;
+        return ok();
+    });
+}
+
+cuzk_status cuzk_msm_sum_indexed(int32_t device, uint32_t curve, const void* bases,
+                                 const uint32_t* indices, uint64_t count, void* scratch,
+                                 uint64_t scratch_bytes, void* sum, void* stream) {
+    return guard("cuzk_msm_sum_indexed", [&]() -> cuzk_status {
+        if (sum == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_sum_indexed: null sum");
+        if (curve != CUZK_MSM_G1 && curve != CUZK_MSM_G2)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_sum_indexed: curve %u is neither G1 (1) nor G2 (2)",
+                              curve);
+        if (count > 0 && (bases == nullptr || indices == nullptr || scratch == nullptr))
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_sum_indexed: null device pointer");
+        const bool g1 = curve == CUZK_MSM_G1;
+        const SumPlan p = sum_plan(count, g1 ? sizeof(Xyzz<Fp>) : sizeof(Xyzz<Fp2>));
+        if (count > 0 && scratch_bytes < p.total)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_sum_indexed: scratch of %llu bytes, %llu needed "
+                              "(cuzk_msm_sum_scratch)",
+                              (unsigned long long)scratch_bytes, (unsigned long long)p.total);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        auto* base = static_cast<char*>(scratch);
+        const auto st = (cudaStream_t)stream;
+        if (g1)
+            return sum_indexed<Fp>(static_cast<const Affine<Fp>*>(bases), indices, count, base,
+                                   sum, st);
+        return sum_indexed<Fp2>(static_cast<const Affine<Fp2>*>(bases), indices, count, base, sum,
+                                st);
     });
 }
 

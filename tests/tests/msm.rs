@@ -13,7 +13,8 @@ use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::CurveGroup;
 use ark_ff::{BigInteger, One, PrimeField, UniformRand, Zero};
 use ark_serialize::CanonicalDeserialize;
-use cuzk_msm::{cpu, Error, Fr, GpuMsm, MsmConfig, MsmCurve};
+use cuzk_alloc::{DeviceBuffer, Strategy, Stream};
+use cuzk_msm::{cpu, Error, Fr, GpuMsm, MsmConfig, MsmCurve, WitnessShaped};
 use cuzk_tests::{gpu_or_skip, report, rng};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -352,7 +353,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
     #[test]
     #[ignore = "needs a GPU"]
-    fn gpu_msm_proptest(log in 0u32..=14, frac in 0.0f64..1.0, flavor in 0usize..4, g2 in any::<bool>(), seed in any::<u64>()) {
+    fn gpu_msm_proptest(log in 0u32..=14, frac in 0.0f64..1.0, flavor in 0usize..7, g2 in any::<bool>(), seed in any::<u64>()) {
         let Some(g) = gpu() else { return Ok(()) };
         let n = ((1usize << log) as f64 * (0.5 + frac / 2.0)) as usize;
         let mut r = ChaCha20Rng::seed_from_u64(seed);
@@ -490,6 +491,207 @@ fn gpu_msm_precomputed_bases() {
         );
     }
     report("msm: G1 and G2 over precomputed bases (windows 2..=26) equal blst");
+}
+
+// ---- witness-shaped MSMs ------------------------------------------------
+
+/// Scalars of which a fraction `trivial` is 0 or 1 (half each), the rest
+/// mixed: small values (2..1024), r - 1 and uniform ones.
+fn mixed(r: &mut ChaCha20Rng, n: usize, trivial: f64) -> Vec<Fr> {
+    (0..n)
+        .map(|_| {
+            if r.gen_bool(trivial) {
+                if r.gen_bool(0.5) {
+                    Fr::zero()
+                } else {
+                    Fr::one()
+                }
+            } else {
+                match r.gen_range(0..3) {
+                    0 => Fr::from(r.gen_range(2..1024u64)),
+                    1 => -Fr::one(),
+                    _ => Fr::rand(r),
+                }
+            }
+        })
+        .collect()
+}
+
+/// `g` with `witness_shaped` set.
+fn shaped(g: &GpuMsm, w: WitnessShaped) -> GpuMsm {
+    let config = MsmConfig {
+        witness_shaped: w,
+        ..*g.config()
+    };
+    g.clone().with_config(config).unwrap()
+}
+
+/// The scalars in device memory of `g`'s GPU.
+fn on_device(g: &GpuMsm, scalars: &[Fr]) -> DeviceBuffer<Fr> {
+    let stream = Stream::new(g.memory().device()).unwrap();
+    let mut d = g
+        .memory()
+        .alloc::<Fr>(scalars.len(), Strategy::Async, &stream, None)
+        .unwrap();
+    d.copy_from_host(scalars).unwrap();
+    d
+}
+
+/// One case through every way in: host scalars witness-shaped, dense and
+/// detected; device scalars witness-shaped and dense; bases precomputed for
+/// a 12-bit window, witness-shaped.
+fn check_shapes<P: MsmCurve>(g: &GpuMsm, bases: &[Affine<P>], scalars: &[Fr], what: &str) {
+    let want = cpu::msm_dense(bases, scalars).unwrap().into_affine();
+    let n = bases.len();
+    for w in [
+        WitnessShaped::Always,
+        WitnessShaped::Never,
+        WitnessShaped::Detect,
+    ] {
+        let gw = shaped(g, w);
+        let fixed = gw.upload_bases(bases).unwrap();
+        assert_eq!(
+            fixed.msm(scalars).unwrap().into_affine(),
+            want,
+            "{} {what}: n = {n}, {w:?}, host scalars",
+            P::NAME
+        );
+        if w != WitnessShaped::Detect {
+            let d = on_device(g, scalars);
+            assert_eq!(
+                fixed.msm_device(&d).unwrap().into_affine(),
+                want,
+                "{} {what}: n = {n}, {w:?}, device scalars",
+                P::NAME
+            );
+        }
+    }
+    if n > 0 {
+        let pre = shaped(g, WitnessShaped::Always)
+            .upload_bases_precomputed(bases, Some(12))
+            .unwrap();
+        assert_eq!(
+            pre.msm(scalars).unwrap().into_affine(),
+            want,
+            "{} {what}: n = {n}, witness-shaped over precomputed bases",
+            P::NAME
+        );
+        let d = on_device(g, scalars);
+        assert_eq!(
+            pre.msm_device(&d).unwrap().into_affine(),
+            want,
+            "{} {what}: n = {n}, device scalars over precomputed bases",
+            P::NAME
+        );
+    }
+}
+
+fn gpu_witness_edges<P: MsmCurve>(g: &GpuMsm, r: &mut ChaCha20Rng) {
+    for n in [0usize, 1, 2, 31, 33, 255, 1000, 4099] {
+        for flavor in FLAVORS {
+            let (b, s) = inputs::<P>(r, n, flavor);
+            check_shapes(g, &b, &s, &format!("{flavor:?}"));
+        }
+        for trivial in [0.0, 0.25, 0.5, 0.9, 0.99, 1.0] {
+            let (b, _) = inputs::<P>(r, n, Flavor::Edges);
+            let s = mixed(r, n, trivial);
+            check_shapes(g, &b, &s, &format!("{trivial} of 0/1, the rest mixed"));
+        }
+    }
+    // Ones on identity bases, on equal points (the sum doubles) and on P
+    // beside -P (the sum passes through the identity).
+    let (b, _) = inputs::<P>(r, 3000, Flavor::Random);
+    let mut pts = b.clone();
+    for i in (0..3000).step_by(3) {
+        pts[i] = Affine::identity();
+    }
+    check_shapes(g, &pts, &vec![Fr::one(); 3000], "ones on identities");
+    check_shapes(
+        g,
+        &[b[0]; 3000],
+        &vec![Fr::one(); 3000],
+        "ones on one point",
+    );
+    let pm: Vec<Affine<P>> = (0..3000)
+        .map(|i| if i % 2 == 0 { b[i / 2] } else { -b[i / 2] })
+        .collect();
+    check_shapes(g, &pm, &vec![Fr::one(); 3000], "ones on P and -P");
+    check_shapes(
+        g,
+        &pm[..2999],
+        &vec![Fr::one(); 2999],
+        "ones on P and -P, one left",
+    );
+}
+
+/// Witness-shaped MSMs (zeros skipped, ones summed, the rest through
+/// Pippenger by index) equal blst for G1 and G2: every flavour, every mix
+/// of 0/1 with small, r - 1 and uniform scalars, host and device scalars,
+/// plain and precomputed bases, and sizes past the first-level sum's 2^18
+/// partials and the two-part threshold.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_witness_shaped_msm_equals_blst() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_witness_shaped_msm_equals_blst");
+    gpu_witness_edges::<g1::Config>(g, &mut r);
+    gpu_witness_edges::<g2::Config>(g, &mut r);
+    for (n, flavor) in [
+        (SPLIT_MIN_POINTS + 5, Flavor::Bits),
+        ((1 << 21) + 3, Flavor::AllOne),
+        ((1 << 21) + 9, Flavor::Skewed),
+    ] {
+        let (b, s) = inputs::<g1::Config>(&mut r, n, flavor);
+        check_shapes(g, &b, &s, &format!("{flavor:?}"));
+    }
+    let (b, s) = inputs::<g2::Config>(&mut r, SPLIT_MIN_POINTS + 1, Flavor::Bits);
+    check_shapes(g, &b, &s, "Bits");
+    report("msm: witness-shaped G1 and G2 MSMs (host and device scalars, plain and precomputed bases) equal blst");
+}
+
+/// The sizes of the figures: G1 2^24 and 2^26 + 3, G2 2^24, with
+/// the SHA-256 chain's 0/1 fraction and 99% 0/1, witness-shaped against
+/// blst's witness-shaped CPU path (itself checked against dense blst in CI).
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_witness_shaped_large() {
+    let Some(g) = gpu() else { return };
+    let mut r = rng("gpu_witness_shaped_large");
+    let w = shaped(g, WitnessShaped::Always);
+    let n = (1 << 26) + 3;
+    let b = points::<g1::Config>(&mut r, n);
+    for n in [1usize << 24, n] {
+        let fixed = w.upload_bases(&b[..n]).unwrap();
+        for trivial in [0.9996, 0.99] {
+            let s = mixed(&mut r, n, trivial);
+            let want = cpu::msm(&b[..n], &s).unwrap().into_affine();
+            assert_eq!(
+                fixed.msm(&s).unwrap().into_affine(),
+                want,
+                "G1 n = {n}, {trivial}"
+            );
+            let d = on_device(g, &s);
+            assert_eq!(
+                fixed.msm_device(&d).unwrap().into_affine(),
+                want,
+                "G1 n = {n}, {trivial}, device"
+            );
+            report(&format!(
+                "msm: witness-shaped G1 n = {n} ({trivial} of 0/1) equals blst"
+            ));
+        }
+    }
+    drop(b);
+    let n = 1 << 24;
+    let b = points::<g2::Config>(&mut r, n);
+    let fixed = w.upload_bases(&b).unwrap();
+    let s = mixed(&mut r, n, 0.9996);
+    assert_eq!(
+        fixed.msm(&s).unwrap().into_affine(),
+        cpu::msm(&b, &s).unwrap().into_affine(),
+        "G2 n = {n}"
+    );
+    report(&format!("msm: witness-shaped G2 n = {n} equals blst"));
 }
 
 /// Points from which an MSM runs in two parts (see `MsmConfig::split`).

@@ -1,9 +1,11 @@
 //! The witness layer: MSMs over witness-shaped scalars (the SHA-256
 //! chain's shape, about 58% zeros, 42% ones and 0.06% other; and 99% zeros
 //! and ones), G1 at 2^20..2^26 and G2 at 2^20..2^24, beside the dense
-//! figures of the msm layer: cuzk on the GPU (resident bases) and cuzk's
-//! witness-shaped CPU path beside blst's dense Pippenger on the same
-//! scalars. Every result is checked against blst.
+//! figures of the msm layer and uniform scalars of the same sizes: cuzk on
+//! the GPU (resident bases; witness-shaped by default, forced dense, and
+//! with the scalars already on the device) and cuzk's witness-shaped CPU
+//! path beside blst's dense Pippenger on the same scalars. Every result is
+//! checked against blst.
 
 use crate::cli::Run;
 use crate::progress::step;
@@ -13,8 +15,9 @@ use anyhow::Result;
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::CurveGroup;
 use ark_ff::{One, UniformRand, Zero};
+use cuzk_alloc::{DeviceBuffer, Strategy, Stream};
 use cuzk_field::Fr;
-use cuzk_msm::{GpuMsm, MsmCurve};
+use cuzk_msm::{GpuMsm, MsmConfig, MsmCurve, WitnessShaped};
 use rand::{Rng, SeedableRng};
 
 const LAYER: &str = "witness";
@@ -27,9 +30,10 @@ pub(crate) const LOGS: [(&[u32], &[u32]); 3] =
 
 /// The witness shapes: name, share of zeros and of ones in millionths
 /// (the rest uniform).
-const SHAPES: [(&str, u32, u32); 2] = [
+const SHAPES: [(&str, u32, u32); 3] = [
     ("SHA-256-chain-shaped scalars", 581_800, 417_600),
     ("99% 0/1 scalars", 580_000, 410_000),
+    ("uniform scalars", 0, 0),
 ];
 
 /// The CPU path's witness-shaped figure is taken up to this size.
@@ -84,6 +88,18 @@ fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) ->
             Some(g) => Some(g.upload_bases(p)?),
             None => None,
         };
+        // The same bases through an engine that never goes witness-shaped.
+        let dense = match &engine {
+            Some(g) => Some(
+                g.clone()
+                    .with_config(MsmConfig {
+                        witness_shaped: WitnessShaped::Never,
+                        ..*g.config()
+                    })?
+                    .upload_bases(p)?,
+            ),
+            None => None,
+        };
         for (&(shape, _, _), scalars) in SHAPES.iter().zip(&shaped_scalars) {
             step(format!("bench witness: {name}, {shape}"));
             let s = &scalars[..n];
@@ -135,6 +151,9 @@ fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) ->
                 );
                 continue;
             };
+            // The default (witness-shaped when a sample of the scalars is
+            // mostly 0/1), the same scalars forced through Pippenger, and
+            // the scalars already on the device.
             let mut got = Projective::<P>::default();
             let ms = wall_ms(5, || got = fixed.msm(s).expect("cuzk msm"));
             let got = corrupt_if_injected(rec, got.into_affine());
@@ -154,9 +173,58 @@ fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) ->
                 ms,
                 "wall, scalars host to device",
             );
+            if let (Some(dense), Some(engine)) = (&dense, &engine) {
+                let mut got = Projective::<P>::default();
+                let ms = wall_ms(3, || got = dense.msm(s).expect("cuzk msm, dense"));
+                rec.checks.values(
+                    LAYER,
+                    format!("{name}, {shape}: cuzk GPU, dense path"),
+                    against,
+                    n,
+                    &got.into_affine(),
+                    &want,
+                );
+                rec.figure(
+                    LAYER,
+                    format!("{name}, {shape}"),
+                    "cuzk GPU, dense path (WitnessShaped::Never)",
+                    n,
+                    ms,
+                    "wall, scalars host to device",
+                );
+                let d = device_scalars(engine, s)?;
+                let mut got = Projective::<P>::default();
+                let ms = wall_ms(5, || got = fixed.msm_device(&d).expect("cuzk msm, device"));
+                rec.checks.values(
+                    LAYER,
+                    format!("{name}, {shape}: cuzk GPU (resident bases and scalars)"),
+                    against,
+                    n,
+                    &got.into_affine(),
+                    &want,
+                );
+                rec.figure(
+                    LAYER,
+                    format!("{name}, {shape}"),
+                    "cuzk GPU (resident bases and scalars)",
+                    n,
+                    ms,
+                    "wall, scalars on the device",
+                );
+            }
         }
     }
     Ok(())
+}
+
+/// `scalars` copied into device memory of `engine`'s GPU.
+fn device_scalars(engine: &GpuMsm, scalars: &[Fr]) -> Result<DeviceBuffer<Fr>> {
+    let stream = Stream::new(engine.memory().device())?;
+    let mut d = engine
+        .memory()
+        .alloc::<Fr>(scalars.len(), Strategy::Async, &stream, None)?;
+    d.copy_from_host(scalars)?;
+    Ok(d)
 }
 
 /// With `--inject-mismatch witness`: moves one cuzk result off by the

@@ -26,6 +26,72 @@ pub struct MsmConfig {
     /// milliseconds). Default `false`. When on, every phase waits for the
     /// previous one, which serializes the two parts' copies and kernels.
     pub profile: bool,
+    /// How scalars equal to 0 or 1 are treated (default
+    /// [`WitnessShaped::Detect`]). Witness-shaped: the scalars are
+    /// classified on the device, a 0 costs nothing, the points of the
+    /// scalars equal to 1 are summed with one mixed addition each, and only
+    /// the rest go through Pippenger, so the time follows the number of
+    /// scalars that are neither. The scalars go up in one piece
+    /// ([`MsmConfig::split`] does not apply); device memory: 4 bytes a
+    /// scalar for the indices, and a plan for the rest only.
+    pub witness_shaped: WitnessShaped,
+}
+
+/// When a GPU MSM runs witness-shaped (see [`MsmConfig::witness_shaped`]).
+/// The result never depends on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WitnessShaped {
+    /// Look at [`DETECT_SAMPLE`] scalars at fixed pseudo-random positions
+    /// (so that a periodic layout of bits cannot fool the sample): when at
+    /// least an eighth of them are 0 or 1, witness-shaped; otherwise dense.
+    #[default]
+    Detect,
+    /// Always witness-shaped.
+    Always,
+    /// Never: every scalar through Pippenger.
+    Never,
+}
+
+/// Scalars sampled by [`WitnessShaped::Detect`].
+pub const DETECT_SAMPLE: usize = 1024;
+
+impl WitnessShaped {
+    /// Whether an MSM over `scalars` runs witness-shaped.
+    pub(crate) fn applies(self, scalars: &[crate::Fr]) -> bool {
+        match self {
+            WitnessShaped::Always => true,
+            WitnessShaped::Never => false,
+            WitnessShaped::Detect => mostly_trivial(scalars),
+        }
+    }
+}
+
+/// Whether at least an eighth of a sample of `scalars` (all of them when
+/// there are at most [`DETECT_SAMPLE`]) are 0 or 1. The positions come from
+/// a fixed xorshift64 generator (G. Marsaglia, "Xorshift RNGs", J. Stat.
+/// Softw. 8(14), 2003), so the choice is the same on every run.
+pub(crate) fn mostly_trivial(scalars: &[crate::Fr]) -> bool {
+    use ark_ff::{AdditiveGroup, Field};
+    let n = scalars.len();
+    if n == 0 {
+        return false;
+    }
+    let trivial = |s: &crate::Fr| *s == crate::Fr::ZERO || *s == crate::Fr::ONE;
+    let (hits, seen) = if n <= DETECT_SAMPLE {
+        (scalars.iter().filter(|s| trivial(s)).count(), n)
+    } else {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let hits = (0..DETECT_SAMPLE)
+            .filter(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                trivial(&scalars[(x % n as u64) as usize])
+            })
+            .count();
+        (hits, DETECT_SAMPLE)
+    };
+    hits * 8 >= seen
 }
 
 impl Default for MsmConfig {
@@ -35,6 +101,7 @@ impl Default for MsmConfig {
             split: true,
             windows_per_batch: None,
             profile: false,
+            witness_shaped: WitnessShaped::Detect,
         }
     }
 }
@@ -130,6 +197,36 @@ mod tests {
         assert_eq!(precomputed_window_bits(1 << 22), 20);
         assert_eq!(precomputed_window_bits(1 << 24), 22);
         assert_eq!(precomputed_window_bits(1 << 26), 24);
+    }
+
+    #[test]
+    fn detect_counts_zeros_and_ones() {
+        use crate::Fr;
+        use ark_ff::{AdditiveGroup, Field};
+        assert!(!mostly_trivial(&[]));
+        let dense: Vec<Fr> = (2..5000u64).map(Fr::from).collect();
+        assert!(!mostly_trivial(&dense));
+        assert!(!WitnessShaped::Detect.applies(&dense));
+        assert!(WitnessShaped::Always.applies(&dense));
+        // One scalar in four is 0 or 1: witness-shaped, short and long.
+        let shaped = |n: usize| -> Vec<Fr> {
+            (0..n as u64)
+                .map(|i| match i % 8 {
+                    0 => Fr::ZERO,
+                    1 => Fr::ONE,
+                    _ => Fr::from(i + 2),
+                })
+                .collect()
+        };
+        assert!(mostly_trivial(&shaped(100)));
+        assert!(mostly_trivial(&shaped(1 << 16)));
+        assert!(!WitnessShaped::Never.applies(&shaped(1 << 16)));
+        // Exactly an eighth counts; one fewer does not.
+        let mut edge = vec![Fr::from(7u64); 800];
+        edge[..100].fill(Fr::ONE);
+        assert!(mostly_trivial(&edge));
+        edge[0] = Fr::from(9u64);
+        assert!(!mostly_trivial(&edge));
     }
 
     #[test]

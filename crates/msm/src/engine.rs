@@ -201,7 +201,7 @@ impl GpuMsm {
         let point = std::mem::size_of::<Affine<P>>();
         let too_many = (windows as u64) * (n as u64) > u64::from(sys::CUZK_MSM_MAX_POINTS);
         let fits = || -> Result<bool> {
-            let scratch = self.plan::<P>(n, c, 0, true)?.scratch.total;
+            let scratch = self.plan::<P>(n, c, 0, true, true)?.scratch.total;
             let copies = ((windows + 1) * n * point) as u64;
             self.e.mem.budget().fits(copies + scratch + 32 * n as u64)
         };
@@ -236,15 +236,16 @@ impl GpuMsm {
 
     /// The plan (from csrc/msm) of an MSM of `n` points with window `c`,
     /// `windows_per_batch` (0: all) and precomputed or plain bases, split
-    /// into parts per the configuration.
+    /// into parts per the configuration when `may_split`.
     fn plan<P: MsmCurve>(
         &self,
         n: usize,
         c: u32,
         windows_per_batch: u32,
         precomputed: bool,
+        may_split: bool,
     ) -> Result<sys::cuzk_msm_plan> {
-        let (parts, _, plan_n) = split(n, self.config.split);
+        let (parts, _, plan_n) = split(n, self.config.split && may_split);
         plan::make(
             self.e.mem.device(),
             Request {
@@ -258,9 +259,44 @@ impl GpuMsm {
         )
     }
 
+    /// The plan of an MSM of `n` entries: precomputed for window `c` when
+    /// `precomputed` is `Some(c)` and its scratch fits the budget with
+    /// `extra` bytes more; else plain bases with as many windows a batch as
+    /// the configuration and the budget allow (halved until the scratch
+    /// fits, down to one).
+    fn choose_plan<P: MsmCurve>(
+        &self,
+        n: usize,
+        precomputed: Option<u32>,
+        may_split: bool,
+        extra: u64,
+    ) -> Result<sys::cuzk_msm_plan> {
+        let fits = |bytes: u64| self.e.mem.budget().fits(bytes.saturating_add(extra));
+        if let Some(c) = precomputed {
+            let p = self.plan::<P>(n, c, 0, true, may_split)?;
+            if fits(p.scratch.total)? {
+                return Ok(p);
+            }
+        }
+        let c = self.window_for(n);
+        let windows = 256u32.div_ceil(c);
+        let mut batch = self
+            .config
+            .windows_per_batch
+            .unwrap_or(windows)
+            .min(windows);
+        let mut p = self.plan::<P>(n, c, batch, false, may_split)?;
+        while batch > 1 && !fits(p.scratch.total)? {
+            batch = batch.div_ceil(2);
+            p = self.plan::<P>(n, c, batch, false, may_split)?;
+        }
+        Ok(p)
+    }
+
     /// Runs one MSM over the first `scalars.len()` device-resident bases:
     /// plain (`precomputed: None`, at least as many points as scalars) or
-    /// precomputed for window `c` with `stride` points a copy.
+    /// precomputed for window `c` with `stride` points a copy. Witness-shaped
+    /// when [`MsmConfig::witness_shaped`] says so.
     pub(crate) fn run<P: MsmCurve>(
         &self,
         bases: *const u8,
@@ -273,35 +309,15 @@ impl GpuMsm {
             return Ok(Projective::default());
         }
         let e = &self.e;
+        if self.config.witness_shaped.applies(scalars) {
+            let mut s = e.mem.alloc::<Fr>(n, Strategy::Async, &e.stream, None)?;
+            e.copies.upload(&mut s, scalars)?;
+            return self.run_witness::<P>(bases, stride, precomputed, &s);
+        }
         let (_, n0, _) = split(n, self.config.split);
-        let fits = |bytes: u64| e.mem.budget().fits(bytes + 32 * n as u64);
         // Precomputed bases need every window at once; when that does not
         // fit, copy 0 (the plain bases) serves with batches of windows.
-        let mut plan = match precomputed {
-            Some(c) => {
-                let p = self.plan::<P>(n, c, 0, true)?;
-                fits(p.scratch.total)?.then_some(p)
-            }
-            None => None,
-        };
-        if plan.is_none() {
-            let c = self.window_for(n);
-            let windows = 256u32.div_ceil(c);
-            // As many windows a batch as the configuration and the budget
-            // allow (all, when it fits).
-            let mut batch = self
-                .config
-                .windows_per_batch
-                .unwrap_or(windows)
-                .min(windows);
-            let mut p = self.plan::<P>(n, c, batch, false)?;
-            while batch > 1 && !fits(p.scratch.total)? {
-                batch = batch.div_ceil(2);
-                p = self.plan::<P>(n, c, batch, false)?;
-            }
-            plan = Some(p);
-        }
-        let plan = plan.expect("set above");
+        let plan = self.choose_plan::<P>(n, precomputed, true, 32 * n as u64)?;
         let merged = plan.precomputed != 0;
         let parts = plan.parts;
         let stride = if merged { stride } else { 0 };
@@ -323,6 +339,7 @@ impl GpuMsm {
                     let input = sys::cuzk_msm_part {
                         bases: bases.wrapping_add(first * point).cast(),
                         scalars: s.as_ptr().cast(),
+                        indices: std::ptr::null(),
                         stride: stride as u64,
                         n: s.len() as u64,
                         part,
@@ -360,42 +377,277 @@ impl GpuMsm {
                 e.copies2.upload(b, &scalars[n0..])?;
                 accumulate(1, n0, b, &mut scratch)?;
             }
-            let count = if merged { 1 } else { plan.windows as usize };
-            let mut sums = vec![Xyzz::<P>::identity(); count];
-            // SAFETY: as above; `sums` holds `count` XYZZ points of P's
-            // layout (repr(C), 4 coordinates). The call waits for the stream.
+            self.finish::<P>(&plan, &mut scratch, profile_ptr)
+        })();
+        let sums = self.waited(sums)?;
+        drop(s1);
+        self.conclude(&plan, &sums, profile.as_ref(), n, merged)
+    }
+
+    /// A device-resident MSM: `scalars` (device memory of this engine's
+    /// GPU) against the bases, witness-shaped unless the configuration says
+    /// [`crate::WitnessShaped::Never`] (there is no host copy to sample,
+    /// and classifying on the device costs one pass over the scalars).
+    pub(crate) fn run_device<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        scalars: &DeviceBuffer<Fr>,
+    ) -> Result<Projective<P>> {
+        if scalars.is_empty() {
+            return Ok(Projective::default());
+        }
+        if scalars.stream().device() != self.e.mem.device() {
+            return Err(Error::InvalidArgument(format!(
+                "device-resident scalars on GPU {}, bases on GPU {}: give scalars on the \
+                 bases' GPU",
+                scalars.stream().device(),
+                self.e.mem.device()
+            )));
+        }
+        // The scalars' writes may be queued on their own stream.
+        scalars.stream().synchronize()?;
+        if self.config.witness_shaped == crate::WitnessShaped::Never {
+            let precomputed = precomputed.filter(|&c| {
+                crate::config::merged_pays(scalars.len(), c, self.window_for(scalars.len()))
+            });
+            return self.run_indexed::<P>(
+                bases,
+                stride,
+                precomputed,
+                scalars,
+                std::ptr::null(),
+                scalars.len(),
+            );
+        }
+        self.run_witness::<P>(bases, stride, precomputed, scalars)
+    }
+
+    /// A witness-shaped MSM over device-resident scalars: classified on
+    /// the device (cuzk_msm_classify), the points of the ones summed
+    /// (cuzk_msm_sum_indexed), the rest through Pippenger with index
+    /// indirection; zeros cost nothing.
+    fn run_witness<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        scalars: &DeviceBuffer<Fr>,
+    ) -> Result<Projective<P>> {
+        let e = &self.e;
+        let device = e.mem.device();
+        let n = scalars.len();
+        let mut class_bytes = 0u64;
+        // SAFETY: an output integer, valid for the call.
+        check(unsafe { sys::cuzk_msm_classify_scratch(device, n as u64, &mut class_bytes) })?;
+        let mut indices = e.mem.alloc::<u32>(n, Strategy::Async, &e.stream, None)?;
+        let mut counts = [0u64; 2];
+        {
+            let mut scratch =
+                e.mem
+                    .alloc::<u8>(class_bytes as usize, Strategy::Async, &e.stream, None)?;
+            // SAFETY: `scalars` holds n scalars and `indices` room for n
+            // entries on this device, `scratch` class_bytes bytes; `counts`
+            // two host integers. The call waits for the stream.
+            let r = check(unsafe {
+                sys::cuzk_msm_classify(
+                    device,
+                    scalars.as_ptr().cast(),
+                    n as u64,
+                    indices.as_mut_ptr(),
+                    scratch.as_mut_ptr().cast(),
+                    class_bytes,
+                    counts.as_mut_ptr(),
+                    e.stream.as_raw(),
+                )
+            });
+            self.waited(r)?;
+        }
+        let (ones, others) = (counts[0] as usize, counts[1] as usize);
+        tracing::debug!(target: "cuzk_msm", curve = P::NAME, points = n, ones, others,
+            "witness-shaped msm");
+        let mut total = Projective::<P>::default();
+        if ones > 0 {
+            total += self.sum_indexed::<P>(bases, indices.as_ptr(), ones)?;
+        }
+        if others > 0 {
+            // A few scalars left over do not pay for the merged buckets'
+            // reduction: as FixedBases::msm decides for a short prefix.
+            let precomputed = precomputed
+                .filter(|&c| crate::config::merged_pays(others, c, self.window_for(others)));
+            total += self.run_indexed::<P>(
+                bases,
+                stride,
+                precomputed,
+                scalars,
+                indices.as_ptr().wrapping_add(ones),
+                others,
+            )?;
+        }
+        Ok(total)
+    }
+
+    /// `sum_k bases[indices[k]]` for k < count (device indices).
+    fn sum_indexed<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        indices: *const u32,
+        count: usize,
+    ) -> Result<Projective<P>> {
+        let e = &self.e;
+        let device = e.mem.device();
+        let mut bytes = 0u64;
+        // SAFETY: an output integer, valid for the call.
+        check(unsafe { sys::cuzk_msm_sum_scratch(device, P::CURVE, count as u64, &mut bytes) })?;
+        let mut scratch = e
+            .mem
+            .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
+        let mut sum = Xyzz::<P>::identity();
+        // SAFETY: `indices` holds `count` indices of points that `bases`
+        // holds (from cuzk_msm_classify over as many scalars as there are
+        // bases), on this device; `scratch` the bytes asked for; `sum` one
+        // XYZZ point of P's layout. The call waits for the stream.
+        let r = check(unsafe {
+            sys::cuzk_msm_sum_indexed(
+                device,
+                P::CURVE,
+                bases.cast(),
+                indices,
+                count as u64,
+                scratch.as_mut_ptr().cast(),
+                bytes,
+                (&mut sum as *mut Xyzz<P>).cast(),
+                e.stream.as_raw(),
+            )
+        });
+        self.waited(r)?;
+        if !sum.is_consistent() {
+            return Err(Error::Internal(format!(
+                "{} sum of {count} points: the GPU returned an XYZZ point with zz^3 != zzz^2",
+                P::NAME
+            )));
+        }
+        Ok(sum.to_affine().into())
+    }
+
+    /// Pippenger over `m` device-resident entries in one part: scalar and
+    /// point `indices[k]` for entry k, or k itself when `indices` is null.
+    fn run_indexed<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        scalars: &DeviceBuffer<Fr>,
+        indices: *const u32,
+        m: usize,
+    ) -> Result<Projective<P>> {
+        let e = &self.e;
+        let plan = self.choose_plan::<P>(m, precomputed, false, 0)?;
+        let merged = plan.precomputed != 0;
+        let bytes = plan.scratch.total;
+        let mut profile = self.config.profile.then(sys::cuzk_msm_profile::default);
+        let profile_ptr: *mut sys::cuzk_msm_profile = profile
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |p| p as *mut _);
+        let mut scratch = e
+            .mem
+            .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
+        let sums = (|| -> Result<Vec<Xyzz<P>>> {
+            let input = sys::cuzk_msm_part {
+                bases: bases.cast(),
+                scalars: scalars.as_ptr().cast(),
+                indices,
+                stride: if merged { stride as u64 } else { 0 },
+                n: m as u64,
+                part: 0,
+                reserved: 0,
+            };
+            // SAFETY: `scalars` and `bases` (each of the W copies, `stride`
+            // apart, when precomputed) hold every index of `indices` (from
+            // cuzk_msm_classify over these scalars), or m of each when it is
+            // null, on this device; `scratch` the plan's scratch.total
+            // bytes. Queued on the engine's stream; finish waits, and on
+            // error `waited` waits before the buffers drop. `profile_ptr`
+            // is null or points at `profile`, alive here.
             check(unsafe {
-                sys::cuzk_msm_finish(
+                sys::cuzk_msm_accumulate(
                     e.mem.device(),
                     &plan,
+                    &input,
                     scratch.as_mut_ptr().cast(),
                     bytes,
-                    sums.as_mut_ptr().cast(),
                     profile_ptr,
                     e.stream.as_raw(),
                 )
             })?;
-            Ok(sums)
+            self.finish::<P>(&plan, &mut scratch, profile_ptr)
         })();
-        let sums = match sums {
-            Ok(s) => s,
-            Err(err) => {
-                // Kernels may still read the buffers: wait before they drop.
-                let _ = e.stream.synchronize();
-                return Err(err);
-            }
+        let sums = self.waited(sums)?;
+        self.conclude(&plan, &sums, profile.as_ref(), m, merged)
+    }
+
+    /// cuzk_msm_finish into host window sums (waits for the stream).
+    fn finish<P: MsmCurve>(
+        &self,
+        plan: &sys::cuzk_msm_plan,
+        scratch: &mut DeviceBuffer<u8>,
+        profile: *mut sys::cuzk_msm_profile,
+    ) -> Result<Vec<Xyzz<P>>> {
+        let e = &self.e;
+        let count = if plan.precomputed != 0 {
+            1
+        } else {
+            plan.windows as usize
         };
-        drop(s1);
-        if let Some(t) = &profile {
+        let mut sums = vec![Xyzz::<P>::identity(); count];
+        // SAFETY: `scratch` holds the plan's scratch.total bytes on this
+        // device, accumulated by this MSM's parts; `sums` holds `count`
+        // XYZZ points of P's layout (repr(C), 4 coordinates); `profile` is
+        // null or a live profile. The call waits for the stream.
+        check(unsafe {
+            sys::cuzk_msm_finish(
+                e.mem.device(),
+                plan,
+                scratch.as_mut_ptr().cast(),
+                plan.scratch.total,
+                sums.as_mut_ptr().cast(),
+                profile,
+                e.stream.as_raw(),
+            )
+        })?;
+        Ok(sums)
+    }
+
+    /// `r`, after waiting for the stream when it is an error: kernels may
+    /// still read the buffers that the caller drops next.
+    fn waited<T>(&self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            let _ = self.e.stream.synchronize();
+        }
+        r
+    }
+
+    /// The MSM from its window sums: the profile emitted, every sum checked
+    /// to be a consistent XYZZ point, Horner's rule.
+    fn conclude<P: MsmCurve>(
+        &self,
+        plan: &sys::cuzk_msm_plan,
+        sums: &[Xyzz<P>],
+        profile: Option<&sys::cuzk_msm_profile>,
+        n: usize,
+        merged: bool,
+    ) -> Result<Projective<P>> {
+        if let Some(t) = profile {
             tracing::info!(
                 target: "cuzk_msm",
                 curve = P::NAME,
                 points = n,
                 window_bits = plan.window_bits,
                 precomputed = merged,
-                parts,
+                parts = plan.parts,
                 windows_per_batch = plan.windows_per_batch,
-                scratch_bytes = bytes,
+                scratch_bytes = plan.scratch.total,
                 digits_ms = t.digits_ms,
                 sort_ms = t.sort_ms,
                 level0_ms = t.level0_ms,
@@ -404,7 +656,7 @@ impl GpuMsm {
                 "msm profile"
             );
         }
-        for w in &sums {
+        for w in sums {
             if !w.is_consistent() {
                 return Err(Error::Internal(format!(
                     "{} MSM of {n} points: the GPU returned an XYZZ point with zz^3 != zzz^2",
@@ -412,7 +664,7 @@ impl GpuMsm {
                 )));
             }
         }
-        Ok(horner(&sums, plan.window_bits))
+        Ok(horner(sums, plan.window_bits))
     }
 }
 

@@ -99,6 +99,28 @@ impl<P: MsmCurve> FixedBases<P> {
             .run(self.bases.as_ptr(), self.n, window, scalars)
     }
 
+    /// `sum_i scalars[i] * bases[i]` over the first `scalars.len()` bases,
+    /// the scalars already in device memory of this GPU (say, a quotient
+    /// polynomial the NTTs left there): nothing crosses PCIe but the
+    /// result. Waits for the scalars' stream first, then runs and waits.
+    /// Witness-shaped (see [`crate::MsmConfig::witness_shaped`]) unless the
+    /// configuration says [`crate::WitnessShaped::Never`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when there are more scalars than bases or
+    /// they are on another GPU; otherwise as [`GpuMsm::msm`].
+    pub fn msm_device(&self, scalars: &DeviceBuffer<Fr>) -> Result<Projective<P>> {
+        let k = scalars.len();
+        if k > self.n {
+            return Err(Error::InvalidArgument(format!(
+                "{k} device scalars for {} fixed bases: give at most one scalar a base",
+                self.n
+            )));
+        }
+        self.engine
+            .run_device(self.bases.as_ptr(), self.n, self.window, scalars)
+    }
+
     /// One MSM per scalar vector, each against the bases (all of them or a
     /// prefix, as [`FixedBases::msm`]), one after another on the engine's
     /// stream.

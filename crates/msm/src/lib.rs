@@ -35,7 +35,7 @@ mod plan;
 mod sys;
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
-pub use config::{precomputed_window_bits, window_bits, MsmConfig};
+pub use config::{precomputed_window_bits, window_bits, MsmConfig, WitnessShaped, DETECT_SAMPLE};
 pub use cuzk_field::{Backend, Error, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Result};
 pub use engine::GpuMsm;
 pub use fixed::FixedBases;

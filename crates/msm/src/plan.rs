@@ -190,6 +190,10 @@ pub(crate) fn plain_request<P: MsmCurve>(n: usize, config: &MsmConfig) -> Reques
 /// 16 MiB. Windows per batch as `config.windows_per_batch`, all W when
 /// `None` (the most memory; the engine takes fewer windows a batch when the
 /// budget is short). Host-only: needs no GPU and works in a CPU-only build.
+/// Unless `config.witness_shaped` is [`crate::WitnessShaped::Never`], the
+/// larger of that and a witness-shaped MSM's: 4 bytes a scalar of indices
+/// and the largest of its phases (the classification's storage, the sum of
+/// the ones' points, a one-part plan for the rest).
 /// Not included: the bases (96 bytes a G1 point, 192 a G2 point) and the
 /// scalars (32 bytes each), also on the device during the MSM. 0 for n = 0.
 ///
@@ -202,9 +206,44 @@ pub fn scratch_bytes_estimate<P: MsmCurve>(n: usize, config: &MsmConfig) -> Resu
     if n == 0 {
         return Ok(0);
     }
-    Ok(layout(plain_request::<P>(n, config), sort_bytes_bound)?
+    let dense = layout(plain_request::<P>(n, config), sort_bytes_bound)?
         .scratch
-        .total)
+        .total;
+    if config.witness_shaped == crate::WitnessShaped::Never {
+        return Ok(dense);
+    }
+    let whole = MsmConfig {
+        split: false,
+        ..*config
+    };
+    let rest = layout(plain_request::<P>(n, &whole), sort_bytes_bound)?
+        .scratch
+        .total;
+    let point_bytes = if P::CURVE == sys::CUZK_MSM_G1 {
+        192
+    } else {
+        384
+    };
+    let phases = classify_bytes_bound(n as u64)
+        .max(sum_bytes(n as u64, point_bytes))
+        .max(rest);
+    Ok(dense.max(align(4 * n as u64) + phases))
+}
+
+/// An upper bound on cuzk_msm_classify's scratch for n scalars: 256 bytes
+/// of counts and CUB's selection storage (its tile states, a few bytes for
+/// every few thousand items), bounded by n / 4 bytes plus 1 MiB.
+fn classify_bytes_bound(n: u64) -> u64 {
+    256 + n / 4 + (1 << 20)
+}
+
+/// cuzk_msm_sum_indexed's scratch for `count` points (as `sum_plan` in
+/// csrc/msm/witness.cuh): at most 2^18 first-level partial sums of at
+/// least 32 points each, and the tree's second buffer of an eighth of them.
+pub(crate) fn sum_bytes(count: u64, point_bytes: u64) -> u64 {
+    let chunk = count.div_ceil(1 << 18).max(32);
+    let partials = count.div_ceil(chunk);
+    align(partials * point_bytes) + align(partials.div_ceil(8) * point_bytes)
 }
 
 #[cfg(test)]
@@ -349,10 +388,24 @@ mod tests {
         // Two parts (from 2^20 points): a second bucket array, smaller pair
         // arrays.
         let n = 1 << 20;
-        let split = scratch_bytes_estimate::<g1::Config>(n, &d).unwrap();
-        let whole =
-            scratch_bytes_estimate::<g1::Config>(n, &MsmConfig { split: false, ..d }).unwrap();
+        let dense = MsmConfig {
+            witness_shaped: crate::WitnessShaped::Never,
+            ..d
+        };
+        let split = scratch_bytes_estimate::<g1::Config>(n, &dense).unwrap();
+        let whole = scratch_bytes_estimate::<g1::Config>(
+            n,
+            &MsmConfig {
+                split: false,
+                ..dense
+            },
+        )
+        .unwrap();
         assert_ne!(split, whole);
+        // Witness-shaped MSMs may run (the default): the bound covers their
+        // indices and one-part plan too.
+        let either = scratch_bytes_estimate::<g1::Config>(n, &d).unwrap();
+        assert!(either >= split && either >= whole + 4 * n as u64);
         // An invalid configuration is an error.
         let bad = MsmConfig {
             window_bits: Some(30),
@@ -361,6 +414,38 @@ mod tests {
         assert!(scratch_bytes_estimate::<g1::Config>(10, &bad).is_err());
         let whole = MsmConfig { split: false, ..d };
         assert!(scratch_bytes_estimate::<g1::Config>(1 << 31, &whole).is_err());
+    }
+
+    /// The host's mirror of cuzk_msm_sum_scratch equals it (a CUDA build
+    /// answers without a GPU; a CPU-only build has nothing to compare).
+    #[test]
+    fn sum_bytes_equals_the_abi() {
+        for curve in [sys::CUZK_MSM_G1, sys::CUZK_MSM_G2] {
+            let pb = if curve == sys::CUZK_MSM_G1 { 192 } else { 384 };
+            for count in [
+                0u64,
+                1,
+                31,
+                32,
+                33,
+                1000,
+                1 << 18,
+                (1 << 23) + 7,
+                1 << 26,
+                3 << 27,
+            ] {
+                let mut bytes = 0u64;
+                // SAFETY: an output integer, valid for the call.
+                let s = unsafe { sys::cuzk_msm_sum_scratch(0, curve, count, &mut bytes) };
+                if s.code == sys::CUZK_ERR_NO_CUDA_BUILD as i32 {
+                    return;
+                }
+                assert_eq!(s.code, sys::CUZK_OK as i32);
+                assert_eq!(sum_bytes(count, pb), bytes, "curve {curve}, {count} points");
+            }
+        }
+        // At most 2^18 partials: bounded however many points.
+        assert!(sum_bytes(1 << 30, 384) <= (1 << 18) * 384 * 9 / 8 + 512);
     }
 
     /// In a CUDA build with a GPU: the host layout, given CUB's storage as
@@ -387,6 +472,16 @@ mod tests {
             );
             let bound = layout(req, sort_bytes_bound).unwrap();
             assert!(bound.scratch.total >= gpu.scratch.total, "{req:?}");
+        }
+        for n in [1u64, 1000, 1 << 20, 1 << 26, (1 << 31) - 1] {
+            let mut bytes = 0u64;
+            // SAFETY: an output integer, valid for the call.
+            let s = unsafe { sys::cuzk_msm_classify_scratch(0, n, &mut bytes) };
+            assert_eq!(s.code, sys::CUZK_OK as i32, "classify scratch of {n}");
+            assert!(
+                bytes <= classify_bytes_bound(n),
+                "{n} scalars: {bytes} bytes"
+            );
         }
     }
 }

@@ -181,6 +181,7 @@ const _: () = {
 pub struct cuzk_msm_part {
     pub bases: *const ::core::ffi::c_void,
     pub scalars: *const ::core::ffi::c_void,
+    pub indices: *const u32,
     pub stride: u64,
     pub n: u64,
     pub part: u32,
@@ -188,19 +189,21 @@ pub struct cuzk_msm_part {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cuzk_msm_part"][::core::mem::size_of::<cuzk_msm_part>() - 40usize];
+    ["Size of cuzk_msm_part"][::core::mem::size_of::<cuzk_msm_part>() - 48usize];
     ["Alignment of cuzk_msm_part"][::core::mem::align_of::<cuzk_msm_part>() - 8usize];
     ["Offset of field: cuzk_msm_part::bases"]
         [::core::mem::offset_of!(cuzk_msm_part, bases) - 0usize];
     ["Offset of field: cuzk_msm_part::scalars"]
         [::core::mem::offset_of!(cuzk_msm_part, scalars) - 8usize];
+    ["Offset of field: cuzk_msm_part::indices"]
+        [::core::mem::offset_of!(cuzk_msm_part, indices) - 16usize];
     ["Offset of field: cuzk_msm_part::stride"]
-        [::core::mem::offset_of!(cuzk_msm_part, stride) - 16usize];
-    ["Offset of field: cuzk_msm_part::n"][::core::mem::offset_of!(cuzk_msm_part, n) - 24usize];
+        [::core::mem::offset_of!(cuzk_msm_part, stride) - 24usize];
+    ["Offset of field: cuzk_msm_part::n"][::core::mem::offset_of!(cuzk_msm_part, n) - 32usize];
     ["Offset of field: cuzk_msm_part::part"]
-        [::core::mem::offset_of!(cuzk_msm_part, part) - 32usize];
+        [::core::mem::offset_of!(cuzk_msm_part, part) - 40usize];
     ["Offset of field: cuzk_msm_part::reserved"]
-        [::core::mem::offset_of!(cuzk_msm_part, reserved) - 36usize];
+        [::core::mem::offset_of!(cuzk_msm_part, reserved) - 44usize];
 };
 impl Default for cuzk_msm_part {
     fn default() -> Self {
@@ -272,6 +275,42 @@ unsafe extern "C" {
         scratch_bytes: u64,
         window_sums: *mut ::core::ffi::c_void,
         profile: *mut cuzk_msm_profile,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_classify_scratch(device: i32, n: u64, bytes: *mut u64) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_classify(
+        device: i32,
+        scalars: *const ::core::ffi::c_void,
+        n: u64,
+        indices: *mut u32,
+        scratch: *mut ::core::ffi::c_void,
+        scratch_bytes: u64,
+        counts: *mut u64,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_sum_scratch(
+        device: i32,
+        curve: u32,
+        count: u64,
+        bytes: *mut u64,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_sum_indexed(
+        device: i32,
+        curve: u32,
+        bases: *const ::core::ffi::c_void,
+        indices: *const u32,
+        count: u64,
+        scratch: *mut ::core::ffi::c_void,
+        scratch_bytes: u64,
+        sum: *mut ::core::ffi::c_void,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }

@@ -92,12 +92,21 @@ typedef struct cuzk_msm_plan {
 /* One part's inputs to cuzk_msm_accumulate (device memory of the plan's
  * device): `bases` the part's first point (plain: n points; precomputed:
  * window j's copy of point i at bases[j stride + i]) and `scalars` its n
- * scalars. */
+ * scalars.
+ *
+ * With `indices` (device, n entries, each below 2^31 and below the number
+ * of points and scalars there are): entry k of the part is scalar
+ * scalars[indices[k]] with point bases[indices[k]] (precomputed: copy j at
+ * bases[j stride + indices[k]]), so that a subset of the scalars (those
+ * neither 0 nor 1, from cuzk_msm_classify) runs without being gathered.
+ * Indices are not checked on the device: an index past the points reads
+ * out of bounds. */
 typedef struct cuzk_msm_part {
     const void* bases;
     const void* scalars;
+    const uint32_t* indices; /* null: entry k is scalar k with point k */
     uint64_t stride; /* precomputed: the copies' n; 0 for plain bases */
-    uint64_t n;      /* points of this part, at most the plan's plan_n */
+    uint64_t n;      /* entries of this part, at most the plan's plan_n */
     uint32_t part;   /* which bucket array, below the plan's parts */
     uint32_t reserved; /* 0 */
 } cuzk_msm_part;
@@ -165,6 +174,41 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
 cuzk_status cuzk_msm_finish(int32_t device, const cuzk_msm_plan* plan, void* scratch,
                             uint64_t scratch_bytes, void* window_sums, cuzk_msm_profile* profile,
                             void* stream);
+
+/* Witness-shaped MSMs. Most scalars of a Groth16 witness are 0 or 1 (hash
+ * gadgets allocate a variable a bit): a 0 adds nothing, and the points of
+ * the scalars equal to 1 are summed directly (one mixed addition a point
+ * instead of a sorted pair in each of W windows); only the rest go through
+ * Pippenger, as the entries of a part with `indices`.
+ *
+ * cuzk_msm_classify_scratch: the device scratch (bytes) that
+ * cuzk_msm_classify needs for n scalars (CUB's selection storage and the
+ * counts).
+ *
+ * cuzk_msm_classify: sorts the n scalars (device, Fr in Montgomery form) of
+ * `scalars` by value into `indices` (device, room for n entries): first the
+ * indices of the scalars equal to 1, increasing, then those of the scalars
+ * neither 0 nor 1, increasing; zeros are left out. Writes the two counts to
+ * the host array `counts` (counts[0]: ones, counts[1]: the rest). n must be
+ * below 2^31. Waits for the stream.
+ *
+ * cuzk_msm_sum_scratch: the device scratch (bytes) that cuzk_msm_sum_indexed
+ * needs for `count` points of `curve`.
+ *
+ * cuzk_msm_sum_indexed: sum_k bases[indices[k]] for k < count (bases:
+ * device, affine points of `curve`; indices: device, each below the number
+ * of bases), written to the host buffer `sum` as one XYZZ point (the layout
+ * of a window sum). Each thread sums an equal share of the points with
+ * mixed additions, and the threads' partial sums are added by a tree.
+ * Waits for the stream. */
+cuzk_status cuzk_msm_classify_scratch(int32_t device, uint64_t n, uint64_t* bytes);
+cuzk_status cuzk_msm_classify(int32_t device, const void* scalars, uint64_t n, uint32_t* indices,
+                              void* scratch, uint64_t scratch_bytes, uint64_t* counts,
+                              void* stream);
+cuzk_status cuzk_msm_sum_scratch(int32_t device, uint32_t curve, uint64_t count, uint64_t* bytes);
+cuzk_status cuzk_msm_sum_indexed(int32_t device, uint32_t curve, const void* bases,
+                                 const uint32_t* indices, uint64_t count, void* scratch,
+                                 uint64_t scratch_bytes, void* sum, void* stream);
 
 #ifdef __cplusplus
 }
