@@ -148,29 +148,29 @@ cuzk_status cuzk_msm_classify_scratch(int32_t device, uint64_t n, uint64_t* byte
 }
 
 cuzk_status cuzk_msm_classify(int32_t device, const void* scalars, uint64_t n, uint32_t* indices,
-                              void* scratch, uint64_t scratch_bytes, uint64_t* counts,
+                              const cuzk_msm_device_scratch* scratch, uint64_t* counts,
                               void* stream) {
     return guard("cuzk_msm_classify", [&]() -> cuzk_status {
-        if (counts == nullptr)
-            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_classify: null counts");
+        if (counts == nullptr || scratch == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_classify: null pointer");
         if (n > CUZK_MSM_MAX_POINTS)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_classify: %llu scalars pass 2^31 - 1",
                               (unsigned long long)n);
-        if (n > 0 && (scalars == nullptr || indices == nullptr || scratch == nullptr))
+        if (n > 0 && (scalars == nullptr || indices == nullptr || scratch->ptr == nullptr))
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_classify: null device pointer");
         CUZK_CUDA_TRY(cudaSetDevice(device));
         uint64_t need = 0;
         cuzk_status s = classify_scratch(n, need);
         if (s.code != CUZK_OK) return s;
-        if (n > 0 && scratch_bytes < need)
+        if (n > 0 && scratch->bytes < need)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_classify: scratch of %llu bytes, %llu needed "
                               "(cuzk_msm_classify_scratch)",
-                              (unsigned long long)scratch_bytes, (unsigned long long)need);
-        return classify(static_cast<const Fr*>(scalars), n, indices, static_cast<char*>(scratch),
-                        counts, (cudaStream_t)stream);
+                              (unsigned long long)scratch->bytes, (unsigned long long)need);
+        return classify(static_cast<const Fr*>(scalars), n, indices,
+                        static_cast<char*>(scratch->ptr), counts, (cudaStream_t)stream);
     });
 }
 
@@ -189,34 +189,39 @@ cuzk_status cuzk_msm_sum_scratch(int32_t device, uint32_t curve, uint64_t count,
     });
 }
 
-cuzk_status cuzk_msm_sum_indexed(int32_t device, uint32_t curve, const void* bases,
-                                 const uint32_t* indices, uint64_t count, void* scratch,
-                                 uint64_t scratch_bytes, void* sum, void* stream) {
+cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input,
+                                 const cuzk_msm_device_scratch* scratch, void* sum, void* stream) {
     return guard("cuzk_msm_sum_indexed", [&]() -> cuzk_status {
-        if (sum == nullptr)
-            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_sum_indexed: null sum");
+        if (input == nullptr || scratch == nullptr || sum == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "cuzk_msm_sum_indexed: null pointer");
+        const uint32_t curve = input->curve;
+        const uint64_t count = input->count;
         if (curve != CUZK_MSM_G1 && curve != CUZK_MSM_G2)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_sum_indexed: curve %u is neither G1 (1) nor G2 (2)",
                               curve);
-        if (count > 0 && (bases == nullptr || indices == nullptr || scratch == nullptr))
+        if (input->reserved != 0)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_sum_indexed: reserved = %u (give 0)", input->reserved);
+        if (count > 0 &&
+            (input->bases == nullptr || input->indices == nullptr || scratch->ptr == nullptr))
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_sum_indexed: null device pointer");
         const bool g1 = curve == CUZK_MSM_G1;
         const SumPlan p = sum_plan(count, g1 ? sizeof(Xyzz<Fp>) : sizeof(Xyzz<Fp2>));
-        if (count > 0 && scratch_bytes < p.total)
+        if (count > 0 && scratch->bytes < p.total)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_sum_indexed: scratch of %llu bytes, %llu needed "
                               "(cuzk_msm_sum_scratch)",
-                              (unsigned long long)scratch_bytes, (unsigned long long)p.total);
+                              (unsigned long long)scratch->bytes, (unsigned long long)p.total);
         CUZK_CUDA_TRY(cudaSetDevice(device));
-        auto* base = static_cast<char*>(scratch);
+        auto* base = static_cast<char*>(scratch->ptr);
         const auto st = (cudaStream_t)stream;
         if (g1)
-            return sum_indexed<Fp>(static_cast<const Affine<Fp>*>(bases), indices, count, base,
-                                   sum, st);
-        return sum_indexed<Fp2>(static_cast<const Affine<Fp2>*>(bases), indices, count, base, sum,
-                                st);
+            return sum_indexed<Fp>(static_cast<const Affine<Fp>*>(input->bases), input->indices,
+                                   count, base, sum, st);
+        return sum_indexed<Fp2>(static_cast<const Affine<Fp2>*>(input->bases), input->indices,
+                                count, base, sum, st);
     });
 }
 

@@ -11,8 +11,8 @@ cuzk_status cuzk_msm_precompute(int32_t, uint32_t, const void*, uint64_t, uint32
 cuzk_status cuzk_msm_accumulate(int32_t, const cuzk_msm_plan*, const cuzk_msm_part*, void*, uint64_t, cuzk_msm_profile*, void*) { return cuzk::no_cuda_build("cuzk_msm_accumulate"); }
 cuzk_status cuzk_msm_finish(int32_t, const cuzk_msm_plan*, void*, uint64_t, void*, cuzk_msm_profile*, void*) { return cuzk::no_cuda_build("cuzk_msm_finish"); }
 cuzk_status cuzk_msm_classify_scratch(int32_t, uint64_t, uint64_t*) { return cuzk::no_cuda_build("cuzk_msm_classify_scratch"); }
-cuzk_status cuzk_msm_classify(int32_t, const void*, uint64_t, uint32_t*, void*, uint64_t, uint64_t*, void*) { return cuzk::no_cuda_build("cuzk_msm_classify"); }
+cuzk_status cuzk_msm_classify(int32_t, const void*, uint64_t, uint32_t*, const cuzk_msm_device_scratch*, uint64_t*, void*) { return cuzk::no_cuda_build("cuzk_msm_classify"); }
 cuzk_status cuzk_msm_sum_scratch(int32_t, uint32_t, uint64_t, uint64_t*) { return cuzk::no_cuda_build("cuzk_msm_sum_scratch"); }
-cuzk_status cuzk_msm_sum_indexed(int32_t, uint32_t, const void*, const uint32_t*, uint64_t, void*, uint64_t, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_sum_indexed"); }
+cuzk_status cuzk_msm_sum_indexed(int32_t, const cuzk_msm_sum_input*, const cuzk_msm_device_scratch*, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_sum_indexed"); }
 
 }  // extern "C"

@@ -447,17 +447,21 @@ impl GpuMsm {
             let mut scratch =
                 e.mem
                     .alloc::<u8>(class_bytes as usize, Strategy::Async, &e.stream, None)?;
+            let area = sys::cuzk_msm_device_scratch {
+                ptr: scratch.as_mut_ptr().cast(),
+                bytes: class_bytes,
+            };
             // SAFETY: `scalars` holds n scalars and `indices` room for n
-            // entries on this device, `scratch` class_bytes bytes; `counts`
-            // two host integers. The call waits for the stream.
+            // entries on this device, `area` names `scratch`'s class_bytes
+            // bytes; `counts` two host integers. The call waits for the
+            // stream.
             let r = check(unsafe {
                 sys::cuzk_msm_classify(
                     device,
                     scalars.as_ptr().cast(),
                     n as u64,
                     indices.as_mut_ptr(),
-                    scratch.as_mut_ptr().cast(),
-                    class_bytes,
+                    &area,
                     counts.as_mut_ptr(),
                     e.stream.as_raw(),
                 )
@@ -504,19 +508,27 @@ impl GpuMsm {
             .mem
             .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
         let mut sum = Xyzz::<P>::identity();
+        let input = sys::cuzk_msm_sum_input {
+            curve: P::CURVE,
+            reserved: 0,
+            bases: bases.cast(),
+            indices,
+            count: count as u64,
+        };
+        let area = sys::cuzk_msm_device_scratch {
+            ptr: scratch.as_mut_ptr().cast(),
+            bytes,
+        };
         // SAFETY: `indices` holds `count` indices of points that `bases`
         // holds (from cuzk_msm_classify over as many scalars as there are
-        // bases), on this device; `scratch` the bytes asked for; `sum` one
-        // XYZZ point of P's layout. The call waits for the stream.
+        // bases), on this device; `area` names `scratch`'s bytes; `input`,
+        // `area` and `sum` (one XYZZ point of P's layout) outlive the call,
+        // which waits for the stream.
         let r = check(unsafe {
             sys::cuzk_msm_sum_indexed(
                 device,
-                P::CURVE,
-                bases.cast(),
-                indices,
-                count as u64,
-                scratch.as_mut_ptr().cast(),
-                bytes,
+                &input,
+                &area,
                 (&mut sum as *mut Xyzz<P>).cast(),
                 e.stream.as_raw(),
             )

@@ -278,6 +278,65 @@ unsafe extern "C" {
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_msm_device_scratch {
+    pub ptr: *mut ::core::ffi::c_void,
+    pub bytes: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_device_scratch"]
+        [::core::mem::size_of::<cuzk_msm_device_scratch>() - 16usize];
+    ["Alignment of cuzk_msm_device_scratch"]
+        [::core::mem::align_of::<cuzk_msm_device_scratch>() - 8usize];
+    ["Offset of field: cuzk_msm_device_scratch::ptr"]
+        [::core::mem::offset_of!(cuzk_msm_device_scratch, ptr) - 0usize];
+    ["Offset of field: cuzk_msm_device_scratch::bytes"]
+        [::core::mem::offset_of!(cuzk_msm_device_scratch, bytes) - 8usize];
+};
+impl Default for cuzk_msm_device_scratch {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_msm_sum_input {
+    pub curve: u32,
+    pub reserved: u32,
+    pub bases: *const ::core::ffi::c_void,
+    pub indices: *const u32,
+    pub count: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_sum_input"][::core::mem::size_of::<cuzk_msm_sum_input>() - 32usize];
+    ["Alignment of cuzk_msm_sum_input"][::core::mem::align_of::<cuzk_msm_sum_input>() - 8usize];
+    ["Offset of field: cuzk_msm_sum_input::curve"]
+        [::core::mem::offset_of!(cuzk_msm_sum_input, curve) - 0usize];
+    ["Offset of field: cuzk_msm_sum_input::reserved"]
+        [::core::mem::offset_of!(cuzk_msm_sum_input, reserved) - 4usize];
+    ["Offset of field: cuzk_msm_sum_input::bases"]
+        [::core::mem::offset_of!(cuzk_msm_sum_input, bases) - 8usize];
+    ["Offset of field: cuzk_msm_sum_input::indices"]
+        [::core::mem::offset_of!(cuzk_msm_sum_input, indices) - 16usize];
+    ["Offset of field: cuzk_msm_sum_input::count"]
+        [::core::mem::offset_of!(cuzk_msm_sum_input, count) - 24usize];
+};
+impl Default for cuzk_msm_sum_input {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 unsafe extern "C" {
     pub fn cuzk_msm_classify_scratch(device: i32, n: u64, bytes: *mut u64) -> cuzk_status;
 }
@@ -287,8 +346,7 @@ unsafe extern "C" {
         scalars: *const ::core::ffi::c_void,
         n: u64,
         indices: *mut u32,
-        scratch: *mut ::core::ffi::c_void,
-        scratch_bytes: u64,
+        scratch: *const cuzk_msm_device_scratch,
         counts: *mut u64,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
@@ -304,12 +362,8 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn cuzk_msm_sum_indexed(
         device: i32,
-        curve: u32,
-        bases: *const ::core::ffi::c_void,
-        indices: *const u32,
-        count: u64,
-        scratch: *mut ::core::ffi::c_void,
-        scratch_bytes: u64,
+        input: *const cuzk_msm_sum_input,
+        scratch: *const cuzk_msm_device_scratch,
         sum: *mut ::core::ffi::c_void,
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;

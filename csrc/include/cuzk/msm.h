@@ -195,20 +195,32 @@ cuzk_status cuzk_msm_finish(int32_t device, const cuzk_msm_plan* plan, void* scr
  * cuzk_msm_sum_scratch: the device scratch (bytes) that cuzk_msm_sum_indexed
  * needs for `count` points of `curve`.
  *
- * cuzk_msm_sum_indexed: sum_k bases[indices[k]] for k < count (bases:
- * device, affine points of `curve`; indices: device, each below the number
- * of bases), written to the host buffer `sum` as one XYZZ point (the layout
- * of a window sum). Each thread sums an equal share of the points with
+ * cuzk_msm_sum_indexed: sum_k bases[indices[k]] for k < count (see
+ * cuzk_msm_sum_input), written to the host buffer `sum` as one XYZZ point
+ * (the layout of a window sum). Each thread sums an equal share of the points with
  * mixed additions, and the threads' partial sums are added by a tree.
  * Waits for the stream. */
+typedef struct cuzk_msm_device_scratch {
+    void* ptr;      /* device memory of the call's device */
+    uint64_t bytes; /* its size */
+} cuzk_msm_device_scratch;
+
+/* What cuzk_msm_sum_indexed sums: bases[indices[k]] for k < count. */
+typedef struct cuzk_msm_sum_input {
+    uint32_t curve;           /* CUZK_MSM_G1 or CUZK_MSM_G2 */
+    uint32_t reserved;        /* 0 */
+    const void* bases;        /* device, affine points of `curve` */
+    const uint32_t* indices;  /* device, `count` indices below the number of bases */
+    uint64_t count;
+} cuzk_msm_sum_input;
+
 cuzk_status cuzk_msm_classify_scratch(int32_t device, uint64_t n, uint64_t* bytes);
 cuzk_status cuzk_msm_classify(int32_t device, const void* scalars, uint64_t n, uint32_t* indices,
-                              void* scratch, uint64_t scratch_bytes, uint64_t* counts,
+                              const cuzk_msm_device_scratch* scratch, uint64_t* counts,
                               void* stream);
 cuzk_status cuzk_msm_sum_scratch(int32_t device, uint32_t curve, uint64_t count, uint64_t* bytes);
-cuzk_status cuzk_msm_sum_indexed(int32_t device, uint32_t curve, const void* bases,
-                                 const uint32_t* indices, uint64_t count, void* scratch,
-                                 uint64_t scratch_bytes, void* sum, void* stream);
+cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input,
+                                 const cuzk_msm_device_scratch* scratch, void* sum, void* stream);
 
 #ifdef __cplusplus
 }
