@@ -123,15 +123,17 @@ __device__ __forceinline__ void st(Xyzz<F>* p, const Xyzz<F>& v) {
 // stride = 0: plain bases, key (window << c | bucket), value the point's
 // index. stride > 0: precomputed bases (window w's copy of point i at
 // w stride + i, all windows sharing one set of buckets): key = bucket,
-// value = w stride + i. With `index` (non-null), entry i is scalar and
-// point index[i] (see cuzk_msm_part); pairs are still written at entry i.
+// value = w stride + i. With `index` (non-null), entry i is point index[i]
+// and scalar index[i] (`scalar_indexed`) or i (see cuzk_msm_part); pairs
+// are still written at entry i.
 __global__ void digits_kernel(const Fr* __restrict__ scalars, const uint32_t* __restrict__ index,
-                              uint64_t n, uint32_t c, uint32_t w0, uint32_t nw, uint64_t stride,
-                              uint32_t* __restrict__ keys, uint32_t* __restrict__ vals) {
+                              bool scalar_indexed, uint64_t n, uint32_t c, uint32_t w0,
+                              uint32_t nw, uint64_t stride, uint32_t* __restrict__ keys,
+                              uint32_t* __restrict__ vals) {
     const uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
     const uint64_t src = index != nullptr ? index[i] : i;
-    const uint4* s = reinterpret_cast<const uint4*>(scalars + src);
+    const uint4* s = reinterpret_cast<const uint4*>(scalars + (scalar_indexed ? src : i));
     const uint4 a = s[0], b = s[1];
     Fr m;
     m.l[0] = a.x; m.l[1] = a.y; m.l[2] = a.z; m.l[3] = a.w;

@@ -80,9 +80,12 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
         if (input->part >= p.parts)
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_accumulate: part %u of %u", input->part, p.parts);
-        if (input->reserved != 0)
+        if (input->scalars_indexed > 1 || (input->scalars_indexed && input->indices == nullptr))
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
-                              "cuzk_msm_accumulate: reserved = %u (give 0)", input->reserved);
+                              "cuzk_msm_accumulate: scalars_indexed = %u %s (give 0 or 1, and 0 "
+                              "without indices)",
+                              input->scalars_indexed,
+                              input->indices == nullptr ? "without indices" : "");
         if (n > 0 && (input->bases == nullptr || input->scalars == nullptr))
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_accumulate: null device pointer");
@@ -107,10 +110,11 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
         const auto* scalars = static_cast<const Fr*>(input->scalars);
         if (p.curve == CUZK_MSM_G1)
             return accumulate<Fp>(p, static_cast<const Affine<Fp>*>(input->bases), stride,
-                                  scalars, input->indices, n, p.c, input->part, base, profile,
-                                  st);
+                                  scalars, input->indices, input->scalars_indexed != 0, n, p.c,
+                                  input->part, base, profile, st);
         return accumulate<Fp2>(p, static_cast<const Affine<Fp2>*>(input->bases), stride, scalars,
-                               input->indices, n, p.c, input->part, base, profile, st);
+                               input->indices, input->scalars_indexed != 0, n, p.c, input->part,
+                               base, profile, st);
     });
 }
 

@@ -63,7 +63,8 @@ struct Profile {
 
 template <class F>
 cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, const Fr* scalars,
-                       const uint32_t* indices, uint64_t n, uint32_t c, uint32_t part, char* scratch,
+                       const uint32_t* indices, bool scalars_indexed, uint64_t n, uint32_t c,
+                       uint32_t part, char* scratch,
                        cuzk_msm_profile* profile, cudaStream_t stream) {
     using X = Xyzz<F>;
     auto* keys_in = reinterpret_cast<uint32_t*>(scratch + p.keys_in);
@@ -85,7 +86,8 @@ cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, c
     for (uint32_t w0 = 0; w0 < p.windows; w0 += p.batch) {
         const uint32_t nw = p.windows - w0 < p.batch ? p.windows - w0 : p.batch;
         digits_kernel<<<(unsigned)ceil_div(n, 256), 256, 0, stream>>>(
-            scalars, indices, n, c, w0, nw, p.merged ? stride : 0, keys_in, vals_in);
+            scalars, indices, scalars_indexed, n, c, w0, nw, p.merged ? stride : 0, keys_in,
+            vals_in);
         CUZK_CUDA_TRY(cudaGetLastError());
         CUZK_TRY(prof.mark(&cuzk_msm_profile::digits_ms));
         // Plain: one sort a window (keys carry the window above the c

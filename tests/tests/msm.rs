@@ -556,12 +556,20 @@ fn check_shapes<P: MsmCurve>(g: &GpuMsm, bases: &[Affine<P>], scalars: &[Fr], wh
             "{} {what}: n = {n}, {w:?}, host scalars",
             P::NAME
         );
-        if w != WitnessShaped::Detect {
-            let d = on_device(g, scalars);
+        let d = on_device(g, scalars);
+        assert_eq!(
+            fixed.msm_device(&d, 0..d.len()).unwrap().into_affine(),
+            want,
+            "{} {what}: n = {n}, {w:?}, device scalars",
+            P::NAME
+        );
+        if n > 1 {
+            // A range that starts past the buffer's first scalar.
+            let shifted = cpu::msm_dense(&bases[..n - 1], &scalars[1..]).unwrap();
             assert_eq!(
-                fixed.msm_device(&d).unwrap().into_affine(),
-                want,
-                "{} {what}: n = {n}, {w:?}, device scalars",
+                fixed.msm_device(&d, 1..n).unwrap().into_affine(),
+                shifted.into_affine(),
+                "{} {what}: n = {n}, {w:?}, device scalars 1..n",
                 P::NAME
             );
         }
@@ -578,7 +586,7 @@ fn check_shapes<P: MsmCurve>(g: &GpuMsm, bases: &[Affine<P>], scalars: &[Fr], wh
         );
         let d = on_device(g, scalars);
         assert_eq!(
-            pre.msm_device(&d).unwrap().into_affine(),
+            pre.msm_device(&d, 0..d.len()).unwrap().into_affine(),
             want,
             "{} {what}: n = {n}, device scalars over precomputed bases",
             P::NAME
@@ -646,6 +654,21 @@ fn gpu_witness_shaped_msm_equals_blst() {
     }
     let (b, s) = inputs::<g2::Config>(&mut r, SPLIT_MIN_POINTS + 1, Flavor::Bits);
     check_shapes(g, &b, &s, "Bits");
+    // Ranges past the buffer or longer than the bases are errors.
+    let (b, s) = inputs::<g1::Config>(&mut r, 100, Flavor::Bits);
+    let fixed = g.upload_bases(&b[..50]).unwrap();
+    let d = on_device(g, &s);
+    #[allow(clippy::reversed_empty_ranges)] // a reversed range must be refused
+    let ranges = [0..51, 90..101, 60..50];
+    for range in ranges {
+        assert!(
+            matches!(
+                fixed.msm_device(&d, range.clone()),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{range:?}"
+        );
+    }
     report("msm: witness-shaped G1 and G2 MSMs (host and device scalars, plain and precomputed bases) equal blst");
 }
 
@@ -672,7 +695,7 @@ fn gpu_witness_shaped_large() {
             );
             let d = on_device(g, &s);
             assert_eq!(
-                fixed.msm_device(&d).unwrap().into_affine(),
+                fixed.msm_device(&d, 0..d.len()).unwrap().into_affine(),
                 want,
                 "G1 n = {n}, {trivial}, device"
             );

@@ -194,7 +194,9 @@ fn curve<P: MsmCurve>(run: &Run, rec: &mut Record, logs: &[u32], stream: u64) ->
                 );
                 let d = device_scalars(engine, s)?;
                 let mut got = Projective::<P>::default();
-                let ms = wall_ms(5, || got = fixed.msm_device(&d).expect("cuzk msm, device"));
+                let ms = wall_ms(5, || {
+                    got = fixed.msm_device(&d, 0..d.len()).expect("cuzk msm, device")
+                });
                 rec.checks.values(
                     LAYER,
                     format!("{name}, {shape}: cuzk GPU (resident bases and scalars)"),

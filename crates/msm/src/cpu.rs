@@ -36,8 +36,17 @@ const CLASSIFY_CHUNK: usize = 1 << 14;
 /// The indices of the scalars equal to 1 and of the other nonzero ones, in
 /// order; zeros are left out.
 fn classify(scalars: &[Fr]) -> (Vec<usize>, Vec<usize>) {
+    classify_as(scalars, |i| i)
+}
+
+/// [`classify`] with each index i stored as `index(i)` (the GPU path keeps
+/// 32-bit indices), on all threads.
+pub(crate) fn classify_as<I: Send>(
+    scalars: &[Fr],
+    index: impl Fn(usize) -> I + Sync,
+) -> (Vec<I>, Vec<I>) {
     let one = Fr::one();
-    let parts: Vec<(Vec<usize>, Vec<usize>)> = scalars
+    let parts: Vec<(Vec<I>, Vec<I>)> = scalars
         .par_chunks(CLASSIFY_CHUNK)
         .enumerate()
         .map(|(c, chunk)| {
@@ -45,9 +54,9 @@ fn classify(scalars: &[Fr]) -> (Vec<usize>, Vec<usize>) {
             for (k, s) in chunk.iter().enumerate() {
                 let i = c * CLASSIFY_CHUNK + k;
                 if *s == one {
-                    ones.push(i);
+                    ones.push(index(i));
                 } else if !s.is_zero() {
-                    other.push(i);
+                    other.push(index(i));
                 }
             }
             (ones, other)

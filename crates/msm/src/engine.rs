@@ -9,6 +9,7 @@ use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ff::AdditiveGroup;
 use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, StagedCopies, Strategy, Stream};
 use cuzk_field::layout::Xyzz;
+use rayon::prelude::*;
 use std::sync::Arc;
 
 pub(crate) fn check(s: sys::cuzk_status) -> Result<()> {
@@ -310,9 +311,7 @@ impl GpuMsm {
         }
         let e = &self.e;
         if self.config.witness_shaped.applies(scalars) {
-            let mut s = e.mem.alloc::<Fr>(n, Strategy::Async, &e.stream, None)?;
-            e.copies.upload(&mut s, scalars)?;
-            return self.run_witness::<P>(bases, stride, precomputed, &s);
+            return self.run_witness_host::<P>(bases, stride, precomputed, scalars);
         }
         let (_, n0, _) = split(n, self.config.split);
         // Precomputed bases need every window at once; when that does not
@@ -343,7 +342,7 @@ impl GpuMsm {
                         stride: stride as u64,
                         n: s.len() as u64,
                         part,
-                        reserved: 0,
+                        scalars_indexed: 0,
                     };
                     // SAFETY: `bases` holds the points [first, first + s.len())
                     // (each of the W copies, `stride` apart, when precomputed)
@@ -384,18 +383,28 @@ impl GpuMsm {
         self.conclude(&plan, &sums, profile.as_ref(), n, merged)
     }
 
-    /// A device-resident MSM: `scalars` (device memory of this engine's
-    /// GPU) against the bases, witness-shaped unless the configuration says
-    /// [`crate::WitnessShaped::Never`] (there is no host copy to sample,
-    /// and classifying on the device costs one pass over the scalars).
+    /// A device-resident MSM: `scalars[range]` (device memory of this
+    /// engine's GPU) against the first `range.len()` bases. Classified on
+    /// the device (one pass over the scalars: there is no host copy to
+    /// sample) unless the configuration says
+    /// [`crate::WitnessShaped::Never`]; with [`crate::WitnessShaped::Detect`]
+    /// it runs dense when fewer than an eighth are 0 or 1.
     pub(crate) fn run_device<P: MsmCurve>(
         &self,
         bases: *const u8,
         stride: usize,
         precomputed: Option<u32>,
         scalars: &DeviceBuffer<Fr>,
+        range: std::ops::Range<usize>,
     ) -> Result<Projective<P>> {
-        if scalars.is_empty() {
+        if range.end > scalars.len() || range.start > range.end {
+            return Err(Error::InvalidArgument(format!(
+                "scalars {range:?} of a device buffer of {}",
+                scalars.len()
+            )));
+        }
+        let n = range.len();
+        if n == 0 {
             return Ok(Projective::default());
         }
         if scalars.stream().device() != self.e.mem.device() {
@@ -408,36 +417,113 @@ impl GpuMsm {
         }
         // The scalars' writes may be queued on their own stream.
         scalars.stream().synchronize()?;
-        if self.config.witness_shaped == crate::WitnessShaped::Never {
-            let precomputed = precomputed.filter(|&c| {
-                crate::config::merged_pays(scalars.len(), c, self.window_for(scalars.len()))
-            });
-            return self.run_indexed::<P>(
+        let first = scalars.as_ptr().wrapping_add(range.start);
+        match self.config.witness_shaped {
+            crate::WitnessShaped::Never => {
+                self.run_dense_device::<P>(bases, stride, precomputed, first, n)
+            }
+            w => self.run_witness::<P>(
                 bases,
                 stride,
                 precomputed,
-                scalars,
-                std::ptr::null(),
-                scalars.len(),
-            );
+                first,
+                n,
+                w == crate::WitnessShaped::Always,
+            ),
         }
-        self.run_witness::<P>(bases, stride, precomputed, scalars)
     }
 
-    /// A witness-shaped MSM over device-resident scalars: classified on
+    /// Pippenger over n device-resident scalars, no classification.
+    fn run_dense_device<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        scalars: *const Fr,
+        n: usize,
+    ) -> Result<Projective<P>> {
+        let precomputed =
+            precomputed.filter(|&c| crate::config::merged_pays(n, c, self.window_for(n)));
+        self.run_indexed::<P>(
+            bases,
+            stride,
+            precomputed,
+            scalars,
+            std::ptr::null(),
+            false,
+            n,
+        )
+    }
+
+    /// A witness-shaped MSM over host scalars: classified on the host's
+    /// threads (one pass, cheaper than copying every scalar), and only the
+    /// indices of the ones, the indices of the rest and the rest's scalars
+    /// go up; then as [`GpuMsm::run_classified`].
+    fn run_witness_host<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        scalars: &[Fr],
+    ) -> Result<Projective<P>> {
+        let e = &self.e;
+        let n = scalars.len();
+        if n as u64 > u64::from(sys::CUZK_MSM_MAX_POINTS) {
+            return Err(Error::InvalidArgument(format!(
+                "{n} scalars pass the GPU MSM's 2^31 - 1 a call: split the MSM and add the \
+                 results"
+            )));
+        }
+        let (ones, others) = crate::cpu::classify_as(scalars, |i| i as u32);
+        let rest: Vec<Fr> = others.par_iter().map(|&i| scalars[i as usize]).collect();
+        // Empty lists stay on the host (nothing to allocate or read).
+        fn up<T: cuzk_field::DeviceRepr>(e: &Engine, v: &[T]) -> Result<Option<DeviceBuffer<T>>> {
+            if v.is_empty() {
+                return Ok(None);
+            }
+            let mut d = e
+                .mem
+                .alloc::<T>(v.len(), Strategy::Async, &e.stream, None)?;
+            e.copies.upload(&mut d, v)?;
+            Ok(Some(d))
+        }
+        let ptr =
+            |d: &Option<DeviceBuffer<u32>>| d.as_ref().map_or(std::ptr::null(), |d| d.as_ptr());
+        let ones_d = up(e, &ones)?;
+        let others_d = up(e, &others)?;
+        let rest_d = up(e, &rest)?;
+        self.run_classified::<P>(
+            bases,
+            stride,
+            precomputed,
+            Classified {
+                ones: ptr(&ones_d),
+                ones_len: ones.len(),
+                others: ptr(&others_d),
+                others_len: others.len(),
+                scalars: rest_d.as_ref().map_or(std::ptr::null(), |d| d.as_ptr()),
+                scalars_indexed: false,
+            },
+        )
+    }
+
+    /// A witness-shaped MSM over n device-resident scalars: classified on
     /// the device (cuzk_msm_classify), the points of the ones summed
     /// (cuzk_msm_sum_indexed), the rest through Pippenger with index
-    /// indirection; zeros cost nothing.
+    /// indirection; zeros cost nothing. Unless `always`, fewer than an
+    /// eighth of 0s and 1s run dense instead (the classification then cost
+    /// one pass over the scalars).
     fn run_witness<P: MsmCurve>(
         &self,
         bases: *const u8,
         stride: usize,
         precomputed: Option<u32>,
-        scalars: &DeviceBuffer<Fr>,
+        scalars: *const Fr,
+        n: usize,
+        always: bool,
     ) -> Result<Projective<P>> {
         let e = &self.e;
         let device = e.mem.device();
-        let n = scalars.len();
         let mut class_bytes = 0u64;
         // SAFETY: an output integer, valid for the call.
         check(unsafe { sys::cuzk_msm_classify_scratch(device, n as u64, &mut class_bytes) })?;
@@ -458,7 +544,7 @@ impl GpuMsm {
             let r = check(unsafe {
                 sys::cuzk_msm_classify(
                     device,
-                    scalars.as_ptr().cast(),
+                    scalars.cast(),
                     n as u64,
                     indices.as_mut_ptr(),
                     &area,
@@ -469,24 +555,55 @@ impl GpuMsm {
             self.waited(r)?;
         }
         let (ones, others) = (counts[0] as usize, counts[1] as usize);
-        tracing::debug!(target: "cuzk_msm", curve = P::NAME, points = n, ones, others,
-            "witness-shaped msm");
-        let mut total = Projective::<P>::default();
-        if ones > 0 {
-            total += self.sum_indexed::<P>(bases, indices.as_ptr(), ones)?;
+        if !always && (n - others) * 8 < n {
+            drop(indices);
+            return self.run_dense_device::<P>(bases, stride, precomputed, scalars, n);
         }
-        if others > 0 {
+        self.run_classified::<P>(
+            bases,
+            stride,
+            precomputed,
+            Classified {
+                ones: indices.as_ptr(),
+                ones_len: ones,
+                others: indices.as_ptr().wrapping_add(ones),
+                others_len: others,
+                scalars,
+                scalars_indexed: true,
+            },
+        )
+    }
+
+    /// The MSM of classified scalars: the points of the ones summed
+    /// (cuzk_msm_sum_indexed), the rest through Pippenger by index; zeros
+    /// cost nothing.
+    fn run_classified<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        precomputed: Option<u32>,
+        c: Classified,
+    ) -> Result<Projective<P>> {
+        tracing::debug!(target: "cuzk_msm", curve = P::NAME, ones = c.ones_len,
+            others = c.others_len, "witness-shaped msm");
+        let mut total = Projective::<P>::default();
+        if c.ones_len > 0 {
+            total += self.sum_indexed::<P>(bases, c.ones, c.ones_len)?;
+        }
+        let m = c.others_len;
+        if m > 0 {
             // A few scalars left over do not pay for the merged buckets'
             // reduction: as FixedBases::msm decides for a short prefix.
-            let precomputed = precomputed
-                .filter(|&c| crate::config::merged_pays(others, c, self.window_for(others)));
+            let precomputed =
+                precomputed.filter(|&w| crate::config::merged_pays(m, w, self.window_for(m)));
             total += self.run_indexed::<P>(
                 bases,
                 stride,
                 precomputed,
-                scalars,
-                indices.as_ptr().wrapping_add(ones),
-                others,
+                c.scalars,
+                c.others,
+                c.scalars_indexed,
+                m,
             )?;
         }
         Ok(total)
@@ -543,15 +660,18 @@ impl GpuMsm {
         Ok(sum.to_affine().into())
     }
 
-    /// Pippenger over `m` device-resident entries in one part: scalar and
-    /// point `indices[k]` for entry k, or k itself when `indices` is null.
+    /// Pippenger over `m` device-resident entries in one part: point
+    /// `indices[k]` for entry k with scalar `indices[k]` (`scalars_indexed`)
+    /// or k; point and scalar k when `indices` is null.
+    #[allow(clippy::too_many_arguments)] // one internal driver, every field used
     fn run_indexed<P: MsmCurve>(
         &self,
         bases: *const u8,
         stride: usize,
         precomputed: Option<u32>,
-        scalars: &DeviceBuffer<Fr>,
+        scalars: *const Fr,
         indices: *const u32,
+        scalars_indexed: bool,
         m: usize,
     ) -> Result<Projective<P>> {
         let e = &self.e;
@@ -568,12 +688,12 @@ impl GpuMsm {
         let sums = (|| -> Result<Vec<Xyzz<P>>> {
             let input = sys::cuzk_msm_part {
                 bases: bases.cast(),
-                scalars: scalars.as_ptr().cast(),
+                scalars: scalars.cast(),
                 indices,
                 stride: if merged { stride as u64 } else { 0 },
                 n: m as u64,
                 part: 0,
-                reserved: 0,
+                scalars_indexed: u32::from(scalars_indexed),
             };
             // SAFETY: `scalars` and `bases` (each of the W copies, `stride`
             // apart, when precomputed) hold every index of `indices` (from
@@ -678,6 +798,19 @@ impl GpuMsm {
         }
         Ok(horner(sums, plan.window_bits))
     }
+}
+
+/// Classified scalars on the device (see [`GpuMsm::run_classified`]): the
+/// indices of the ones, the indices of the rest, and the rest's scalars
+/// (`scalars[indices[k]]` when `scalars_indexed`, else gathered:
+/// `scalars[k]`).
+struct Classified {
+    ones: *const u32,
+    ones_len: usize,
+    others: *const u32,
+    others_len: usize,
+    scalars: *const Fr,
+    scalars_indexed: bool,
 }
 
 /// sum_w 2^(c w) sums[w] by Horner's rule.

@@ -99,18 +99,24 @@ impl<P: MsmCurve> FixedBases<P> {
             .run(self.bases.as_ptr(), self.n, window, scalars)
     }
 
-    /// `sum_i scalars[i] * bases[i]` over the first `scalars.len()` bases,
-    /// the scalars already in device memory of this GPU (say, a quotient
-    /// polynomial the NTTs left there): nothing crosses PCIe but the
-    /// result. Waits for the scalars' stream first, then runs and waits.
-    /// Witness-shaped (see [`crate::MsmConfig::witness_shaped`]) unless the
-    /// configuration says [`crate::WitnessShaped::Never`].
+    /// `sum_i scalars[range.start + i] * bases[i]` for i < `range.len()`:
+    /// scalars already in device memory of this GPU (say, the quotient
+    /// polynomial the NTTs left there), against all the bases or a prefix.
+    /// Nothing crosses PCIe but the result. Waits for the scalars' stream
+    /// first, then runs and waits. The scalars are classified on the device
+    /// (see [`crate::MsmConfig::witness_shaped`]) unless the configuration
+    /// says [`crate::WitnessShaped::Never`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when there are more scalars than bases or
-    /// they are on another GPU; otherwise as [`GpuMsm::msm`].
-    pub fn msm_device(&self, scalars: &DeviceBuffer<Fr>) -> Result<Projective<P>> {
-        let k = scalars.len();
+    /// [`Error::InvalidArgument`] when the range passes the buffer, holds
+    /// more scalars than there are bases, or the scalars are on another GPU;
+    /// otherwise as [`GpuMsm::msm`].
+    pub fn msm_device(
+        &self,
+        scalars: &DeviceBuffer<Fr>,
+        range: std::ops::Range<usize>,
+    ) -> Result<Projective<P>> {
+        let k = range.len();
         if k > self.n {
             return Err(Error::InvalidArgument(format!(
                 "{k} device scalars for {} fixed bases: give at most one scalar a base",
@@ -118,7 +124,7 @@ impl<P: MsmCurve> FixedBases<P> {
             )));
         }
         self.engine
-            .run_device(self.bases.as_ptr(), self.n, self.window, scalars)
+            .run_device(self.bases.as_ptr(), self.n, self.window, scalars, range)
     }
 
     /// One MSM per scalar vector, each against the bases (all of them or a

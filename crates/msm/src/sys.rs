@@ -185,7 +185,7 @@ pub struct cuzk_msm_part {
     pub stride: u64,
     pub n: u64,
     pub part: u32,
-    pub reserved: u32,
+    pub scalars_indexed: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -202,8 +202,8 @@ const _: () = {
     ["Offset of field: cuzk_msm_part::n"][::core::mem::offset_of!(cuzk_msm_part, n) - 32usize];
     ["Offset of field: cuzk_msm_part::part"]
         [::core::mem::offset_of!(cuzk_msm_part, part) - 40usize];
-    ["Offset of field: cuzk_msm_part::reserved"]
-        [::core::mem::offset_of!(cuzk_msm_part, reserved) - 44usize];
+    ["Offset of field: cuzk_msm_part::scalars_indexed"]
+        [::core::mem::offset_of!(cuzk_msm_part, scalars_indexed) - 44usize];
 };
 impl Default for cuzk_msm_part {
     fn default() -> Self {

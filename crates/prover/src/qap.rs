@@ -146,11 +146,6 @@ pub(crate) trait QuotientEngine {
     /// # Errors
     /// As `cuzk_ntt`'s `coset_quotient`.
     fn quotient(&self, a: Self::Buf, b: Self::Buf, c: Self::Buf, g: Fr) -> Result<Self::Buf>;
-    /// Moves the vector back to the host.
-    ///
-    /// # Errors
-    /// CUDA errors.
-    fn store(&self, v: Self::Buf) -> Result<Vec<Fr>>;
 }
 
 /// The CPU engine: `cuzk_ntt::cpu` (ark-poly) on host vectors.
@@ -172,9 +167,6 @@ impl QuotientEngine for CpuEngine {
                 *a = (*a * b - c) * z_inv;
             });
         Ok(a)
-    }
-    fn store(&self, v: Vec<Fr>) -> Result<Vec<Fr>> {
-        Ok(v)
     }
 }
 
@@ -210,17 +202,13 @@ impl QuotientEngine for GpuEngine<'_> {
         self.0.coset_quotient(&a, &b, &c, &mut out, g)?;
         Ok(out)
     }
-    fn store(&self, v: DeviceBuffer<Fr>) -> Result<Vec<Fr>> {
-        let mut h = vec![Fr::ZERO; v.len()];
-        self.0.download(&v, &mut h)?;
-        Ok(h)
-    }
 }
 
 /// The coefficients of `H = (A B - C) / Z` (2^log_n of them; the last is
 /// zero for a satisfied system) from the evaluations `[a, b, c]` on the
 /// domain: inverse NTT, forward NTT on the default coset, the quotient
-/// there, inverse NTT on the coset.
+/// there, inverse NTT on the coset. Left where the engine keeps vectors
+/// (on the GPU: device memory, for the H MSM to read in place).
 ///
 /// # Errors
 /// The engine's errors.
@@ -229,7 +217,7 @@ pub(crate) fn quotient<E: QuotientEngine>(
     abc: [Vec<Fr>; 3],
     log_n: u32,
     orders: Orders,
-) -> Result<Vec<Fr>> {
+) -> Result<E::Buf> {
     let (fwd, back) = match orders {
         Orders::Natural => (Order::NN, Order::NN),
         Orders::Reversed => (Order::NR, Order::RN),
@@ -254,7 +242,7 @@ pub(crate) fn quotient<E: QuotientEngine>(
         log_n,
         NttOptions::inverse().on_default_coset().with_order(back),
     )?;
-    engine.store(h)
+    Ok(h)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::AffineRepr;
 use ark_ff::AdditiveGroup;
+use cuzk_alloc::DeviceBuffer;
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
 
 /// Skip identity bases in an MSM when at least this fraction (1/8) of them
@@ -78,6 +79,37 @@ impl<P: MsmCurve> Query<P> {
                 );
                 self.gpu = Some(gpu.upload_bases(used)?);
                 Ok(false)
+            }
+        }
+    }
+
+    /// `sum_i scalars[i] bases[i]` for i < `count`, the scalars in device
+    /// memory (`bases` is the full query, `count` at most its length and the
+    /// buffer's): read in place by the GPU when the query is on the device
+    /// uncompacted; otherwise copied to the host first.
+    ///
+    /// # Errors
+    /// As [`Query::msm`]; CUDA errors of the copy.
+    pub(crate) fn msm_device(
+        &self,
+        bases: &[Affine<P>],
+        scalars: &DeviceBuffer<Fr>,
+        count: usize,
+    ) -> Result<Projective<P>> {
+        if count > bases.len() || count > scalars.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{count} scalars of a device buffer of {} for a query of {} points",
+                scalars.len(),
+                bases.len()
+            )));
+        }
+        match (&self.gpu, &self.keep) {
+            (Some(g), None) => Ok(g.msm_device(scalars, 0..count.min(g.len()))?),
+            _ => {
+                scalars.stream().synchronize()?;
+                let mut host = vec![Fr::ZERO; scalars.len()];
+                scalars.copy_to_host(&mut host)?;
+                self.msm(bases, &host[..count])
             }
         }
     }

@@ -95,12 +95,13 @@ typedef struct cuzk_msm_plan {
  * scalars.
  *
  * With `indices` (device, n entries, each below 2^31 and below the number
- * of points and scalars there are): entry k of the part is scalar
- * scalars[indices[k]] with point bases[indices[k]] (precomputed: copy j at
- * bases[j stride + indices[k]]), so that a subset of the scalars (those
- * neither 0 nor 1, from cuzk_msm_classify) runs without being gathered.
- * Indices are not checked on the device: an index past the points reads
- * out of bounds. */
+ * of points there are): entry k of the part is point bases[indices[k]]
+ * (precomputed: copy j at bases[j stride + indices[k]]) with scalar
+ * scalars[indices[k]] when `scalars_indexed` is 1 (a subset of the scalars,
+ * such as those neither 0 nor 1 from cuzk_msm_classify, runs without being
+ * gathered) or scalars[k] when it is 0 (the subset's scalars gathered
+ * already). Indices are not checked on the device: an index past the points
+ * or scalars reads out of bounds. */
 typedef struct cuzk_msm_part {
     const void* bases;
     const void* scalars;
@@ -108,7 +109,7 @@ typedef struct cuzk_msm_part {
     uint64_t stride; /* precomputed: the copies' n; 0 for plain bases */
     uint64_t n;      /* entries of this part, at most the plan's plan_n */
     uint32_t part;   /* which bucket array, below the plan's parts */
-    uint32_t reserved; /* 0 */
+    uint32_t scalars_indexed; /* 0 or 1 (see above); 0 without indices */
 } cuzk_msm_part;
 
 /* Device time of an MSM's phases (milliseconds, CUDA events), filled when a
