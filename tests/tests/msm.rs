@@ -717,6 +717,76 @@ fn gpu_witness_shaped_large() {
     report(&format!("msm: witness-shaped G2 n = {n} equals blst"));
 }
 
+/// Under device-memory caps that the full plan does not fit, a 2^22 G1 MSM
+/// shrinks its plan (windows a batch, parts, window, chunks of points) and
+/// still equals blst, within the cap; a witness-shaped one under the
+/// smallest cap too; below the smallest plan it is an out-of-memory error
+/// that names it.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_msm_shrinks_to_the_budget() {
+    use cuzk_alloc::{BudgetConfig, DeviceMemory};
+    if gpu().is_none() {
+        return;
+    }
+    let mut r = rng("gpu_msm_shrinks_to_the_budget");
+    let n = 1 << 22;
+    let (b, s) = inputs::<g1::Config>(&mut r, n, Flavor::Random);
+    let want = cpu::msm(&b, &s).unwrap().into_affine();
+    let bits = mixed(&mut r, n, 0.9996);
+    let want_bits = cpu::msm(&b, &bits).unwrap().into_affine();
+    let dense = MsmConfig {
+        witness_shaped: WitnessShaped::Never,
+        ..MsmConfig::default()
+    };
+    let full = cuzk_msm::scratch_bytes_estimate::<g1::Config>(n, &dense).unwrap();
+    let bases = 96 * n as u64;
+    let engine = |cap: u64, config: MsmConfig| {
+        let mem = DeviceMemory::new(
+            0,
+            BudgetConfig {
+                margin_bytes: 0,
+                cap_bytes: Some(cap),
+            },
+            u64::MAX,
+        )
+        .unwrap();
+        GpuMsm::with_memory(mem)
+            .unwrap()
+            .with_config(config)
+            .unwrap()
+    };
+    for room in [full / 2, full / 8, full / 32, 48 << 20] {
+        // Bases, the scalars of a chunk (at most all of them) and the room.
+        let cap = bases + 32 * n as u64 + room;
+        let g = engine(cap, dense);
+        let fixed = g.upload_bases(&b).unwrap();
+        assert_eq!(fixed.msm(&s).unwrap().into_affine(), want, "room {room}");
+        let shaped = engine(cap, MsmConfig::default());
+        let fixed_shaped = shaped.upload_bases(&b).unwrap();
+        assert_eq!(
+            fixed_shaped.msm(&bits).unwrap().into_affine(),
+            want_bits,
+            "witness-shaped, room {room}"
+        );
+        for (g, what) in [(&g, "dense"), (&shaped, "witness-shaped")] {
+            let peak = g.memory().budget().peak_claimed_bytes();
+            assert!(peak <= cap, "{what}, room {room}: peak {peak} > cap {cap}");
+        }
+        report(&format!(
+            "msm: G1 2^22 under a cap of {} MiB (full scratch {} MiB) equals blst",
+            cap >> 20,
+            full >> 20
+        ));
+    }
+    let g = engine(bases + (1 << 20), dense);
+    let fixed = g.upload_bases(&b).unwrap();
+    match fixed.msm(&s) {
+        Err(Error::OutOfMemory(m)) => assert!(m.contains("smallest plan"), "{m}"),
+        other => panic!("expected out of memory, got {other:?}"),
+    }
+}
+
 /// Points from which an MSM runs in two parts (see `MsmConfig::split`).
 const SPLIT_MIN_POINTS: usize = 1 << 20;
 

@@ -16,9 +16,12 @@ pub struct MsmConfig {
     /// used, a second 64 MiB pinned staging buffer.
     pub split: bool,
     /// The most windows digitized and sorted at a time (at least 1) for
-    /// plain bases; `None` (default): all W = ceil(256 / c). The engine
-    /// halves the count further while the scratch does not fit the device
-    /// memory budget. Fewer windows a batch: less scratch, more launches.
+    /// plain bases; `None` (default): all W = ceil(256 / c). While the
+    /// scratch does not fit the device memory budget the engine halves the
+    /// count, then runs in one part, takes smaller windows (unless
+    /// `window_bits` is set) and at last cuts the points into chunks of at
+    /// least [`crate::MIN_CHUNK_POINTS`]. Fewer windows a batch: less
+    /// scratch, more launches.
     pub windows_per_batch: Option<u32>,
     /// Time each phase of every MSM (digits, sort, first and later
     /// accumulation levels, reduction) with CUDA events and emit them as a

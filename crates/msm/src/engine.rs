@@ -138,8 +138,11 @@ impl GpuMsm {
     /// 2^31 - 1 points
     /// (after the bases' upload, which may fail first with
     /// [`Error::OutOfMemory`]); [`Error::OutOfMemory`] when the points and
-    /// the scratch (see [`crate::scratch_bytes_estimate`]) do not fit the
-    /// budget even one window at a time; CUDA errors.
+    /// the scratch do not fit the budget even with the smallest plan (one
+    /// window at a time, 8-bit windows, chunks of
+    /// [`crate::MIN_CHUNK_POINTS`] points; see
+    /// [`MsmConfig::windows_per_batch`]), the message naming its bytes;
+    /// CUDA errors.
     pub fn msm<P: MsmCurve>(&self, bases: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>> {
         check_lengths(bases.len(), scalars.len())?;
         if bases.is_empty() {
@@ -260,38 +263,30 @@ impl GpuMsm {
         )
     }
 
-    /// The plan of an MSM of `n` entries: precomputed for window `c` when
-    /// `precomputed` is `Some(c)` and its scratch fits the budget with
-    /// `extra` bytes more; else plain bases with as many windows a batch as
-    /// the configuration and the budget allow (halved until the scratch
-    /// fits, down to one).
+    /// The plan of an MSM of `n` entries and its chunk (see
+    /// [`plan::choose`]): the fastest that fits the budget with
+    /// `bytes_per_point` for each point of a chunk beside the scratch.
     fn choose_plan<P: MsmCurve>(
         &self,
         n: usize,
         precomputed: Option<u32>,
         may_split: bool,
-        extra: u64,
-    ) -> Result<sys::cuzk_msm_plan> {
-        let fits = |bytes: u64| self.e.mem.budget().fits(bytes.saturating_add(extra));
-        if let Some(c) = precomputed {
-            let p = self.plan::<P>(n, c, 0, true, may_split)?;
-            if fits(p.scratch.total)? {
-                return Ok(p);
-            }
-        }
-        let c = self.window_for(n);
-        let windows = 256u32.div_ceil(c);
-        let mut batch = self
-            .config
-            .windows_per_batch
-            .unwrap_or(windows)
-            .min(windows);
-        let mut p = self.plan::<P>(n, c, batch, false, may_split)?;
-        while batch > 1 && !fits(p.scratch.total)? {
-            batch = batch.div_ceil(2);
-            p = self.plan::<P>(n, c, batch, false, may_split)?;
-        }
-        Ok(p)
+        bytes_per_point: u64,
+    ) -> Result<plan::Choice> {
+        let device = self.e.mem.device();
+        plan::choose(
+            &plan::Ask {
+                curve: P::CURVE,
+                n,
+                window: self.config.window_bits,
+                windows_per_batch: self.config.windows_per_batch,
+                split: self.config.split && may_split,
+                precomputed,
+                bytes_per_point,
+            },
+            |bytes| self.e.mem.budget().fits(bytes),
+            |req| plan::make(device, req),
+        )
     }
 
     /// Runs one MSM over the first `scalars.len()` device-resident bases:
@@ -313,10 +308,14 @@ impl GpuMsm {
         if self.config.witness_shaped.applies(scalars) {
             return self.run_witness_host::<P>(bases, stride, precomputed, scalars);
         }
-        let (_, n0, _) = split(n, self.config.split);
         // Precomputed bases need every window at once; when that does not
-        // fit, copy 0 (the plain bases) serves with batches of windows.
-        let plan = self.choose_plan::<P>(n, precomputed, true, 32 * n as u64)?;
+        // fit, copy 0 (the plain bases) serves with smaller plans.
+        let choice = self.choose_plan::<P>(n, precomputed, true, 32)?;
+        let plan = choice.plan;
+        if choice.chunk < n || plan.parts == 1 {
+            return self.run_chunks::<P>(bases, stride, scalars, choice);
+        }
+        let (_, n0, _) = split(n, true);
         let merged = plan.precomputed != 0;
         let parts = plan.parts;
         let stride = if merged { stride } else { 0 };
@@ -674,8 +673,48 @@ impl GpuMsm {
         scalars_indexed: bool,
         m: usize,
     ) -> Result<Projective<P>> {
+        let choice = self.choose_plan::<P>(m, precomputed, false, 0)?;
+        let point = std::mem::size_of::<Affine<P>>();
+        let mut total = Projective::<P>::default();
+        for lo in (0..m).step_by(choice.chunk) {
+            let len = choice.chunk.min(m - lo);
+            // Entries [lo, lo + len): their indices, and the points and
+            // scalars they name (absolute indices name them wherever they
+            // are; without indices the chunk's own start does).
+            let (b, s, i) = if indices.is_null() {
+                (
+                    bases.wrapping_add(lo * point),
+                    scalars.wrapping_add(lo),
+                    indices,
+                )
+            } else {
+                let s = if scalars_indexed {
+                    scalars
+                } else {
+                    scalars.wrapping_add(lo)
+                };
+                (bases, s, indices.wrapping_add(lo))
+            };
+            total += self.run_part::<P>(&choice.plan, b, stride, s, i, scalars_indexed, len)?;
+        }
+        Ok(total)
+    }
+
+    /// One run of a plan over `len` device-resident entries in one part
+    /// (see [`GpuMsm::run_indexed`]).
+    #[allow(clippy::too_many_arguments)] // one internal driver, every field used
+    fn run_part<P: MsmCurve>(
+        &self,
+        plan: &sys::cuzk_msm_plan,
+        bases: *const u8,
+        stride: usize,
+        scalars: *const Fr,
+        indices: *const u32,
+        scalars_indexed: bool,
+        len: usize,
+    ) -> Result<Projective<P>> {
         let e = &self.e;
-        let plan = self.choose_plan::<P>(m, precomputed, false, 0)?;
+        let plan = *plan;
         let merged = plan.precomputed != 0;
         let bytes = plan.scratch.total;
         let mut profile = self.config.profile.then(sys::cuzk_msm_profile::default);
@@ -691,14 +730,14 @@ impl GpuMsm {
                 scalars: scalars.cast(),
                 indices,
                 stride: if merged { stride as u64 } else { 0 },
-                n: m as u64,
+                n: len as u64,
                 part: 0,
-                scalars_indexed: u32::from(scalars_indexed),
+                scalars_indexed: u32::from(scalars_indexed && !indices.is_null()),
             };
             // SAFETY: `scalars` and `bases` (each of the W copies, `stride`
             // apart, when precomputed) hold every index of `indices` (from
-            // cuzk_msm_classify over these scalars), or m of each when it is
-            // null, on this device; `scratch` the plan's scratch.total
+            // a classification of these scalars), or `len` of each when it
+            // is null, on this device; `scratch` the plan's scratch.total
             // bytes. Queued on the engine's stream; finish waits, and on
             // error `waited` waits before the buffers drop. `profile_ptr`
             // is null or points at `profile`, alive here.
@@ -716,7 +755,39 @@ impl GpuMsm {
             self.finish::<P>(&plan, &mut scratch, profile_ptr)
         })();
         let sums = self.waited(sums)?;
-        self.conclude(&plan, &sums, profile.as_ref(), m, merged)
+        self.conclude(&plan, &sums, profile.as_ref(), len, merged)
+    }
+
+    /// A dense MSM over host scalars in chunks of `choice.chunk` (or in one
+    /// part when the plan has one): each chunk's scalars go up and run with
+    /// the plan, and the sums are added.
+    fn run_chunks<P: MsmCurve>(
+        &self,
+        bases: *const u8,
+        stride: usize,
+        scalars: &[Fr],
+        choice: plan::Choice,
+    ) -> Result<Projective<P>> {
+        let e = &self.e;
+        let point = std::mem::size_of::<Affine<P>>();
+        let mut total = Projective::<P>::default();
+        for (k, part) in scalars.chunks(choice.chunk).enumerate() {
+            let lo = k * choice.chunk;
+            let mut s = e
+                .mem
+                .alloc::<Fr>(part.len(), Strategy::Async, &e.stream, None)?;
+            e.copies.upload(&mut s, part)?;
+            total += self.run_part::<P>(
+                &choice.plan,
+                bases.wrapping_add(lo * point),
+                stride,
+                s.as_ptr(),
+                std::ptr::null(),
+                false,
+                part.len(),
+            )?;
+        }
+        Ok(total)
     }
 
     /// cuzk_msm_finish into host window sums (waits for the stream).

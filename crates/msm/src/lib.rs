@@ -39,7 +39,7 @@ pub use config::{precomputed_window_bits, window_bits, MsmConfig, WitnessShaped,
 pub use cuzk_field::{Backend, Error, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Result};
 pub use engine::GpuMsm;
 pub use fixed::FixedBases;
-pub use plan::scratch_bytes_estimate;
+pub use plan::{scratch_bytes_estimate, MIN_CHUNK_POINTS};
 
 mod sealed {
     /// Seals [`super::MsmCurve`]: only G1 and G2 of BLS12-381 implement it.

@@ -246,6 +246,148 @@ pub(crate) fn sum_bytes(count: u64, point_bytes: u64) -> u64 {
     align(partials * point_bytes) + align(partials.div_ceil(8) * point_bytes)
 }
 
+/// The fewest points of one chunk when an MSM is cut into chunks to fit
+/// the device-memory budget (see [`choose`]): 2^16.
+pub const MIN_CHUNK_POINTS: usize = 1 << 16;
+
+/// The smallest window [`choose`] shrinks a plain plan to: 8 bits (32
+/// windows of 128 buckets).
+const MIN_SHRINK_WINDOW: u32 = 8;
+
+/// What an MSM's plan is chosen for (see [`choose`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ask {
+    pub(crate) curve: u32,
+    /// Entries (points with their scalars) of the whole MSM.
+    pub(crate) n: usize,
+    /// The configuration's window for plain bases (`None`: [`window_bits`]
+    /// of the points of a chunk, shrunk when short of memory).
+    pub(crate) window: Option<u32>,
+    /// The configuration's windows a batch (`None`: all).
+    pub(crate) windows_per_batch: Option<u32>,
+    /// Whether the MSM may run in two parts ([`MsmConfig::split`]).
+    pub(crate) split: bool,
+    /// The window of precomputed bases, when the bases have copies.
+    pub(crate) precomputed: Option<u32>,
+    /// Device bytes a point of a chunk holds beside the scratch (the
+    /// scalars copied in: 32; scalars already resident: 0).
+    pub(crate) bytes_per_point: u64,
+}
+
+/// A chosen plan and the points of one chunk: the MSM runs over
+/// consecutive ranges of `chunk` entries (the last one shorter), each with
+/// this plan, and their sums are added; `chunk == n` is one run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Choice {
+    pub(crate) plan: sys::cuzk_msm_plan,
+    pub(crate) chunk: usize,
+}
+
+/// Chooses the fastest plan of `ask` whose scratch, with the chunk's
+/// `bytes_per_point`, `fits`, shrinking step by step:
+/// 1. precomputed bases (all windows at once), when there are copies;
+/// 2. plain bases in the configured parts, halving the windows a batch
+///    from the configured count (all) down to one;
+/// 3. one part instead of two (one bucket array fewer), one window a batch;
+/// 4. smaller windows (fewer buckets), down to 8 bits, unless the
+///    configuration fixes the window;
+/// 5. chunks of n/2, n/4, ... points (each run reduces its own buckets),
+///    down to [`MIN_CHUNK_POINTS`].
+///
+/// `make` turns a request into a plan (on a GPU: csrc/msm's, which asks
+/// CUB for its sort storage; in tests: the host mirror).
+///
+/// # Errors
+/// [`Error::OutOfMemory`] when not even the smallest plan (one part, one
+/// window a batch, the smallest window, chunks of [`MIN_CHUNK_POINTS`])
+/// fits, naming its bytes; the errors of `fits` and `make`.
+pub(crate) fn choose(
+    ask: &Ask,
+    fits: impl Fn(u64) -> Result<bool>,
+    make: impl Fn(Request) -> Result<sys::cuzk_msm_plan>,
+) -> Result<Choice> {
+    let n = ask.n;
+    let needs = |p: &sys::cuzk_msm_plan, chunk: usize| {
+        p.scratch
+            .total
+            .saturating_add(ask.bytes_per_point.saturating_mul(chunk as u64))
+    };
+    let (parts, _, plan_n) = split(n, ask.split);
+    if let Some(c) = ask.precomputed {
+        let p = make(Request {
+            curve: ask.curve,
+            n: plan_n as u64,
+            window_bits: c,
+            windows_per_batch: 0,
+            precomputed: true,
+            parts,
+        })?;
+        if fits(needs(&p, n))? {
+            return Ok(Choice { plan: p, chunk: n });
+        }
+    }
+    // The smallest plan tried, for the error.
+    let mut smallest: Option<(u64, u32, usize)> = None;
+    // Plain plans of `chunk` points in `parts` parts at window c, all
+    // windows a batch (or the configured count) down to one.
+    let mut try_batches = |chunk: usize, parts: u32, c: u32| -> Result<Option<Choice>> {
+        let windows = 256u32.div_ceil(c);
+        let mut batch = ask.windows_per_batch.unwrap_or(windows).min(windows);
+        let plan_n = if parts == 2 { chunk - chunk / 8 } else { chunk };
+        loop {
+            let p = make(Request {
+                curve: ask.curve,
+                n: plan_n as u64,
+                window_bits: c,
+                windows_per_batch: batch,
+                precomputed: false,
+                parts,
+            })?;
+            let bytes = needs(&p, chunk);
+            if fits(bytes)? {
+                return Ok(Some(Choice { plan: p, chunk }));
+            }
+            smallest = Some((bytes, c, chunk));
+            if batch == 1 {
+                return Ok(None);
+            }
+            batch = batch.div_ceil(2);
+        }
+    };
+    let c0 = ask.window.unwrap_or_else(|| window_bits(n));
+    if let Some(ch) = try_batches(n, parts, c0)? {
+        return Ok(ch);
+    }
+    if parts == 2 {
+        if let Some(ch) = try_batches(n, 1, c0)? {
+            return Ok(ch);
+        }
+    }
+    if ask.window.is_none() {
+        for c in (MIN_SHRINK_WINDOW..c0).rev() {
+            if let Some(ch) = try_batches(n, 1, c)? {
+                return Ok(ch);
+            }
+        }
+    }
+    let mut chunk = n / 2;
+    while chunk >= MIN_CHUNK_POINTS {
+        let c = ask
+            .window
+            .unwrap_or_else(|| window_bits(chunk).max(MIN_SHRINK_WINDOW));
+        if let Some(ch) = try_batches(chunk, 1, c)? {
+            return Ok(ch);
+        }
+        chunk /= 2;
+    }
+    let (bytes, c, chunk) = smallest.unwrap_or((0, c0, n));
+    Err(Error::OutOfMemory(format!(
+        "MSM of {n} points: the smallest plan ({chunk} points a run, {c}-bit windows one at a \
+         time, one part) needs {bytes} bytes of device memory, more than the budget has free; \
+         free device memory, raise CUZK_DEVICE_MEMORY_LIMIT or run fewer workers on the GPU"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,6 +556,90 @@ mod tests {
         assert!(scratch_bytes_estimate::<g1::Config>(10, &bad).is_err());
         let whole = MsmConfig { split: false, ..d };
         assert!(scratch_bytes_estimate::<g1::Config>(1 << 31, &whole).is_err());
+    }
+
+    fn ask(n: usize, curve: u32) -> Ask {
+        Ask {
+            curve,
+            n,
+            window: None,
+            windows_per_batch: None,
+            split: true,
+            precomputed: None,
+            bytes_per_point: 32,
+        }
+    }
+
+    fn host(req: Request) -> Result<sys::cuzk_msm_plan> {
+        layout(req, sort_bytes_bound)
+    }
+
+    fn needs(ask: &Ask, ch: &Choice) -> u64 {
+        ch.plan.scratch.total + ask.bytes_per_point * ch.chunk as u64
+    }
+
+    /// Under a shrinking cap the plan shrinks in the documented order and
+    /// always fits; below the smallest plan the error names its bytes.
+    #[test]
+    fn choose_shrinks_to_the_budget() {
+        for curve in [sys::CUZK_MSM_G1, sys::CUZK_MSM_G2] {
+            let a = ask(1 << 22, curve);
+            let full = choose(&a, |_| Ok(true), host).unwrap();
+            assert_eq!(full.chunk, 1 << 22);
+            assert_eq!(full.plan.parts, 2);
+            assert_eq!(full.plan.windows_per_batch, full.plan.windows);
+            let mut cap = needs(&a, &full);
+            let mut last = full;
+            let mut saw = (false, false, false, false); // batch, parts, window, chunk
+            loop {
+                cap = cap * 3 / 4;
+                match choose(&a, |b| Ok(b <= cap), host) {
+                    Ok(ch) => {
+                        assert!(needs(&a, &ch) <= cap, "curve {curve}, cap {cap}");
+                        saw.0 |= ch.plan.windows_per_batch < ch.plan.windows;
+                        saw.1 |= ch.plan.parts == 1;
+                        saw.2 |= ch.plan.window_bits < full.plan.window_bits;
+                        saw.3 |= ch.chunk < a.n;
+                        assert!(ch.chunk <= last.chunk);
+                        assert!(ch.chunk >= MIN_CHUNK_POINTS);
+                        last = ch;
+                    }
+                    Err(Error::OutOfMemory(m)) => {
+                        assert!(m.contains("smallest plan"), "{m}");
+                        assert!(
+                            m.contains(&format!("{MIN_CHUNK_POINTS} points a run")),
+                            "{m}"
+                        );
+                        break;
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            assert_eq!(saw, (true, true, true, true), "curve {curve}");
+            // The issue's case: a 2^22 G1 MSM under 1 GiB runs.
+            let ch = choose(&a, |b| Ok(b <= 1 << 30), host).unwrap();
+            assert!(needs(&a, &ch) <= 1 << 30);
+        }
+    }
+
+    /// A configured window is kept; precomputed bases are used when their
+    /// plan fits and left for copy 0's plain plans when not.
+    #[test]
+    fn choose_keeps_the_configured_window_and_prefers_copies() {
+        let mut a = ask(1 << 20, sys::CUZK_MSM_G1);
+        a.window = Some(13);
+        let big = choose(&a, |_| Ok(true), host).unwrap();
+        let cap = needs(&a, &big) / 8;
+        let ch = choose(&a, |b| Ok(b <= cap), host).unwrap();
+        assert_eq!(ch.plan.window_bits, 13);
+        assert!(ch.chunk < a.n);
+        a.window = None;
+        a.precomputed = Some(16);
+        let ch = choose(&a, |_| Ok(true), host).unwrap();
+        assert_eq!(ch.plan.precomputed, 1);
+        let merged = needs(&a, &ch);
+        let ch = choose(&a, |b| Ok(b < merged), host).unwrap();
+        assert_eq!(ch.plan.precomputed, 0);
     }
 
     /// The host's mirror of cuzk_msm_sum_scratch equals it (a CUDA build
