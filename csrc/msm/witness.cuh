@@ -126,6 +126,10 @@ SumPlan sum_plan(uint64_t count, uint64_t point_bytes) {
 // out[t] = sum of bases[idx[j]] for j in [t chunk, (t+1) chunk) ∩ [0, count):
 // mixed additions into an XYZZ accumulator in shared memory (as
 // level0_smem_kernel).
+// The accumulators of a block must fit the 48 KiB of static shared memory.
+static_assert(4 * SmemAcc<Fp2>::kWords * kThreads * sizeof(uint4) <= 48 * 1024,
+              "sum_indexed_kernel's G2 accumulators pass 48 KiB of shared memory");
+
 template <class F, int MinBlocks>
 __global__ void __launch_bounds__(kThreads, MinBlocks)
     sum_indexed_kernel(const Affine<F>* __restrict__ bases, const uint32_t* __restrict__ idx,

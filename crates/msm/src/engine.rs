@@ -526,12 +526,27 @@ impl GpuMsm {
         let mut class_bytes = 0u64;
         // SAFETY: an output integer, valid for the call.
         check(unsafe { sys::cuzk_msm_classify_scratch(device, n as u64, &mut class_bytes) })?;
-        let mut indices = e.mem.alloc::<u32>(n, Strategy::Async, &e.stream, None)?;
+        // Without room for the indices and the selection's storage, the
+        // dense path (which shrinks its plan to the budget) runs instead.
+        let room = e
+            .mem
+            .alloc::<u32>(n, Strategy::Async, &e.stream, None)
+            .and_then(|i| {
+                let s =
+                    e.mem
+                        .alloc::<u8>(class_bytes as usize, Strategy::Async, &e.stream, None)?;
+                Ok((i, s))
+            });
+        let (mut indices, scratch) = match room {
+            Ok(r) => r,
+            Err(Error::OutOfMemory(_)) => {
+                return self.run_dense_device::<P>(bases, stride, precomputed, scalars, n)
+            }
+            Err(err) => return Err(err),
+        };
         let mut counts = [0u64; 2];
         {
-            let mut scratch =
-                e.mem
-                    .alloc::<u8>(class_bytes as usize, Strategy::Async, &e.stream, None)?;
+            let mut scratch = scratch;
             let area = sys::cuzk_msm_device_scratch {
                 ptr: scratch.as_mut_ptr().cast(),
                 bytes: class_bytes,

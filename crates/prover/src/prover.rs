@@ -118,7 +118,15 @@ impl Prover {
         let a = Query::new(&pk.a_query[1..], m)?;
         let b_g1 = Query::new(&pk.b_g1_query[1..], m)?;
         let b_g2 = Query::new(&pk.b_g2_query[1..], m)?;
-        let h = Query::new(&pk.h_query, m)?;
+        // H's coefficients are uniform: its MSM skips classifying them.
+        let dense = match m {
+            Some(g) => Some(g.clone().with_config(cuzk_msm::MsmConfig {
+                witness_shaped: cuzk_msm::WitnessShaped::Never,
+                ..*g.config()
+            })?),
+            None => None,
+        };
+        let h = Query::new(&pk.h_query, dense.as_ref())?;
         let l = Query::new(&pk.l_query, m)?;
         Ok(Prover {
             gpu: gpu.map(|(ntt, msm)| Gpu { ntt, msm }),
@@ -192,8 +200,8 @@ impl Prover {
     ///   uncompacted): its scalars and its scratch with every window sorted
     ///   at once, as [`cuzk_msm::scratch_bytes_estimate`] bounds it.
     ///
-    /// The two stages do not overlap (the H buffers are freed before the
-    /// MSMs); adding them is the over-estimate. Workers reserve this much
+    /// The two stages overlap only in H's coefficients (the H MSM's
+    /// scalars, counted in both); adding them is the over-estimate. Workers reserve this much
     /// before a proof's GPU stage ([`crate::MultiGpuProver`]).
     pub fn working_set_bytes(&self) -> u64 {
         let log_n = (self.pk.h_query.len() as u64 + 1)
