@@ -48,6 +48,9 @@ fn build_executables(
     // sppark's build script (the bench's peer) links a probe with nvcc,
     // which needs the toolkit's libcudart on the linker's search path.
     .env("LIBRARY_PATH", library_path(nvcc))
+    // supraseal-c2's build script (the bench's other peer) runs nvcc
+    // through the cc crate, which looks for it on PATH.
+    .env("PATH", search_path(nvcc))
     .stdout(Stdio::piped());
     if let Some(a) = archs {
         cmd.env("CUZK_CUDA_ARCHS", a);
@@ -128,6 +131,15 @@ fi
 exec ./bin/cuzk-bench "$@"
 "#;
 
+/// `PATH` with nvcc's directory first.
+fn search_path(nvcc: &Path) -> std::ffi::OsString {
+    let mut dirs: Vec<PathBuf> = nvcc.parent().map(Path::to_path_buf).into_iter().collect();
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    std::env::join_paths(dirs).unwrap_or_default()
+}
+
 /// Entry point of `cargo xtask bundle`.
 pub(crate) fn run_bundle(args: Args) -> Result<()> {
     let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
@@ -169,7 +181,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
             "--bin",
             "cuzk-bench",
             "--features",
-            "cuzk-bench/sppark",
+            "cuzk-bench/sppark,cuzk-bench/supraseal",
         ],
         &nvcc,
         &args.archs,

@@ -17,6 +17,8 @@ mod plot;
 mod progress;
 mod prover;
 mod report;
+#[cfg(feature = "supraseal")]
+mod supraseal;
 mod tables;
 mod timing;
 mod witness;
@@ -120,11 +122,18 @@ fn steps(layer: &str, size: Size) -> u64 {
         "prover" => {
             size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2])
                 .len()
-                + 2 * size
+                + 3 * size
                     .pick(
                         prover::POREP_LOGS[0],
                         prover::POREP_LOGS[1],
                         prover::POREP_LOGS[2],
+                    )
+                    .len()
+                + 3 * size
+                    .pick(
+                        prover::SHA_LOGS[0],
+                        prover::SHA_LOGS[1],
+                        prover::SHA_LOGS[2],
                     )
                     .len()
         }

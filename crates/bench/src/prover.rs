@@ -1,6 +1,9 @@
-//! The prover layer: Groth16 proofs of a synthetic R1CS on the GPU (with
-//! each stage's time) and through the CPU path; the GPU proof is checked
-//! against the CPU path's proof for the same randomness.
+//! The prover layer: Groth16 proofs of synthetic R1CS (dense and
+//! PoRep-shaped) and of a real circuit (the SHA-256 chain, set up by
+//! ark-groth16) on the GPU (with each stage's time) and through the CPU
+//! path; the GPU proof is checked against the CPU path's proof for the same
+//! randomness, real proofs against ark-groth16's verifier, and, with the
+//! `supraseal` feature, against supraseal-c2's proof of the same inputs.
 
 use crate::cli::Run;
 use crate::progress::step;
@@ -15,6 +18,7 @@ use rand::Rng;
 
 const LAYER: &str = "prover";
 const CPU_PATH: &str = "cuzk prover, CPU path (blst, ark-poly)";
+const VERIFIER: &str = "ark-groth16 verifier";
 
 /// Sizes (log2 of the constraint domain): `--quick`, default, `--full`.
 pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22]];
@@ -24,7 +28,35 @@ pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22]];
 const CPU_MAX: u32 = 22;
 
 /// PoRep-shaped sizes (log2 of the domain): `--quick`, default, `--full`.
-pub(crate) const POREP_LOGS: [&[u32]; 3] = [&[14], &[20], &[20, 24]];
+pub(crate) const POREP_LOGS: [&[u32]; 3] = [&[14], &[20], &[20, 24, 26]];
+
+/// SHA-256 chain sizes (log2 of the domain; ark-groth16's setup took
+/// 2.5 s at 2^16 on 2 cores): `--quick`, default, `--full`.
+pub(crate) const SHA_LOGS: [&[u32]; 3] = [&[], &[16], &[18]];
+
+/// supraseal-c2's timed proofs after its first (which waits for its
+/// parameter load) at 2^k: one at 2^26 and beyond, where its host-side
+/// work makes a proof take many seconds (issue 28's table).
+fn peer_reps(k: u32) -> usize {
+    if k >= 26 {
+        1
+    } else {
+        3
+    }
+}
+
+/// What a row checks beyond the CPU path.
+#[derive(Default)]
+struct Extra<'a> {
+    /// Compare with supraseal-c2 (PoRep-shaped and real circuits).
+    peer: bool,
+    /// A real key: every proof must pass ark-groth16's verifier against
+    /// these public inputs.
+    verify: Option<(
+        &'a ark_groth16::PreparedVerifyingKey<ark_bls12_381::Bls12_381>,
+        Vec<Fr>,
+    )>,
+}
 
 /// The CPU path proves PoRep-shaped circuits up to this size (log2); the
 /// larger ones are timed on the GPU only, unchecked.
@@ -42,7 +74,15 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     for &k in run.size.pick(LOGS[0], LOGS[1], LOGS[2]) {
         let name = format!("Groth16 proof 2^{k}");
         let (w, pk) = synthetic(k, rng.gen(), &mut rng)?;
-        one(run, rec, &mut rng, &name, (w, pk), k <= CPU_MAX)?;
+        one(
+            run,
+            rec,
+            &mut rng,
+            &name,
+            (w, pk),
+            k <= CPU_MAX,
+            Extra::default(),
+        )?;
     }
     for &k in run.size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]) {
         let name = format!("Groth16 proof 2^{k}, PoRep-shaped");
@@ -50,13 +90,47 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, rng.gen());
         let w = c.matrices()?;
         let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng)?;
-        one(run, rec, &mut rng, &name, (w, pk), k <= POREP_CPU_MAX)?;
+        let extra = Extra {
+            peer: true,
+            ..Extra::default()
+        };
+        one(
+            run,
+            rec,
+            &mut rng,
+            &name,
+            (w, pk),
+            k <= POREP_CPU_MAX,
+            extra,
+        )?;
+    }
+    for &k in run.size.pick(SHA_LOGS[0], SHA_LOGS[1], SHA_LOGS[2]) {
+        use cuzk_prover::circuits::Sha256Chain;
+        let fit = Sha256Chain::rounds_for_log_constraints(k)?;
+        let plural = if fit.rounds == 1 { "" } else { "s" };
+        let name = format!(
+            "Groth16 proof 2^{k}, SHA-256 chain ({} compression{plural}, ark-groth16 setup)",
+            fit.rounds
+        );
+        step(format!("bench prover: {name}: setup"));
+        let c = Sha256Chain::new(rng.gen(), fit.rounds);
+        let pk = ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::generate_random_parameters_with_reduction(
+            c.clone(),
+            &mut rng,
+        )?;
+        let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
+        let w = cuzk_prover::synthesize(c, true)?;
+        let extra = Extra {
+            peer: true,
+            verify: Some((&pvk, w.public_inputs().to_vec())),
+        };
+        one(run, rec, &mut rng, &name, (w, pk), true, extra)?;
     }
     Ok(())
 }
 
 /// One circuit's figures and check (see [`bench`]); the CPU path's proof
-/// is the reference when `cpu`.
+/// is the reference when `cpu`; `extra` adds the verifier and the peer.
 fn one(
     run: &Run,
     rec: &mut Record,
@@ -64,6 +138,7 @@ fn one(
     name: &str,
     (witness, pk): (cuzk_prover::Synthesized, cuzk_prover::ProvingKey),
     cpu: bool,
+    extra: Extra<'_>,
 ) -> Result<()> {
     let name = name.to_string();
     {
@@ -71,11 +146,22 @@ fn one(
         let (r, s) = (Fr::rand(rng), Fr::rand(rng));
         let job = witness.job(r, s);
         let n = job.matrices.num_constraints;
+        let verify = |rec: &mut Record, who: &str, p: &Proof| -> Result<()> {
+            if let Some((pvk, inputs)) = &extra.verify {
+                let ok =
+                    ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::verify_proof(pvk, p, inputs)?;
+                let what = format!("{name}: {who} proof verifies");
+                rec.checks.values(LAYER, what, VERIFIER, n, &ok, &true);
+            }
+            Ok(())
+        };
         let mut want = None;
         if cpu {
             let (ms, proof) = once_ms(|| prove(&Prover::cpu(pk.clone())?, &job));
             rec.figure(LAYER, name.clone(), CPU_PATH, n, ms, "wall");
-            want = Some(proof?.0);
+            let proof = proof?.0;
+            verify(rec, "cuzk prover, CPU path", &proof)?;
+            want = Some(proof);
         }
         let what = format!("{name}: cuzk prover, GPU");
         if run.gpu.is_none() {
@@ -106,6 +192,7 @@ fn one(
         if let Some(w) = &want {
             rec.checks.values(LAYER, what, CPU_PATH, n, &got, w);
         }
+        verify(rec, "cuzk prover, GPU", &got)?;
         rec.figure(
             LAYER,
             name.clone(),
@@ -136,7 +223,41 @@ fn one(
                 "wall, per stage",
             );
         }
+        if extra.peer {
+            peer(rec, &name, n, prover, &job, &got, &verify)?;
+        }
     }
+    Ok(())
+}
+
+/// supraseal-c2's proof of the same job, checked against cuzk's `ours`
+/// and the verifier (with the `supraseal` feature; else nothing).
+#[cfg(feature = "supraseal")]
+fn peer(
+    rec: &mut Record,
+    name: &str,
+    n: usize,
+    prover: Prover,
+    job: &ProofJob<'_>,
+    ours: &Proof,
+    verify: &dyn Fn(&mut Record, &str, &Proof) -> Result<()>,
+) -> Result<()> {
+    let k = n.next_power_of_two().trailing_zeros();
+    let theirs = crate::supraseal::compare(rec, LAYER, name, n, prover, job, ours, peer_reps(k))?;
+    verify(rec, crate::supraseal::SUPRASEAL, &theirs)
+}
+
+#[cfg(not(feature = "supraseal"))]
+fn peer(
+    _: &mut Record,
+    _: &str,
+    _: usize,
+    _: Prover,
+    _: &ProofJob<'_>,
+    _: &Proof,
+    _: &dyn Fn(&mut Record, &str, &Proof) -> Result<()>,
+) -> Result<()> {
+    let _ = peer_reps;
     Ok(())
 }
 

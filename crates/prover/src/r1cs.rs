@@ -235,6 +235,33 @@ pub struct ProofJob<'a> {
     pub s: Fr,
 }
 
+impl ProofJob<'_> {
+    /// The evaluations `A z`, `B z`, `C z` of this job's constraints over the
+    /// QAP's domain (2^k elements each, the smallest power of two holding
+    /// the constraints and the instance variables): row i of each matrix
+    /// against the full assignment, then the instance variables in `A z`
+    /// after the constraints (libsnark's input-consistency rows), zeros
+    /// after that. This is what the quotient H is computed from; other
+    /// provers take it as their input too.
+    ///
+    /// With `check`, a constraint with `(A z)(B z) != C z` is an error.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for matrices that disagree with the
+    /// assignment or the constraint count, a domain past 2^32, or, with
+    /// `check`, an unsatisfied constraint (the message names it).
+    pub fn evaluations(&self, check: bool) -> crate::Result<[Vec<Fr>; 3]> {
+        let log_n = crate::qap::domain_log_size(self.matrices.num_constraints, self.num_inputs)?;
+        crate::qap::evaluate(
+            self.matrices,
+            self.full_assignment,
+            self.num_inputs,
+            log_n,
+            check,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
