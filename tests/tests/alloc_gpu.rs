@@ -397,7 +397,7 @@ fn pinned_and_registered_host_memory_round_trip() {
 }
 
 /// Page-locked host slices are recognized (a `PinnedBuffer`, part of one, a
-/// `HostRegistration`; not a `Vec`, not an empty slice), and `StagedCopies`
+/// `HostRegistration` or a `PageLock`; not a `Vec`, not an empty slice), and `StagedCopies`
 /// and `Staging` copy them directly: a round trip through either is exact,
 /// for sizes above `StagedCopies::MIN_BYTES` and a sub-slice that starts
 /// and ends inside the buffer. The query leaves no CUDA error behind: the
@@ -423,6 +423,15 @@ fn pinned_staged_copies_round_trip_exactly() {
     {
         let reg = cuzk_alloc::HostRegistration::new(&mut pageable[..]).unwrap();
         assert!(cuzk_alloc::is_page_locked(&reg[..]).unwrap());
+    }
+    assert!(!cuzk_alloc::is_page_locked(&pageable[..]).unwrap());
+    {
+        // SAFETY: `pageable` outlives the lock and is not reallocated.
+        let lock = unsafe { cuzk_alloc::PageLock::new(&pageable[..]) }.unwrap();
+        assert!(cuzk_alloc::is_page_locked(&pageable[..]).unwrap());
+        // SAFETY: an empty slice registers nothing.
+        let none = unsafe { cuzk_alloc::PageLock::new::<u32>(&[]) }.unwrap();
+        drop((lock, none));
     }
     assert!(!cuzk_alloc::is_page_locked(&pageable[..]).unwrap());
 

@@ -787,6 +787,118 @@ fn gpu_msm_shrinks_to_the_budget() {
     }
 }
 
+/// An engine on GPU 0 whose budget is capped at `cap` bytes (no margin).
+fn capped(cap: u64) -> GpuMsm {
+    use cuzk_alloc::{BudgetConfig, DeviceMemory};
+    let mem = DeviceMemory::new(
+        0,
+        BudgetConfig {
+            margin_bytes: 0,
+            cap_bytes: Some(cap),
+        },
+        u64::MAX,
+    )
+    .unwrap();
+    GpuMsm::with_memory(mem).unwrap()
+}
+
+/// Streamed bases of one curve: under each cap (one chunk, two uneven
+/// chunks, many chunks of the minimal size) host scalars dense and
+/// witness-shaped, pageable and pinned bases, device scalars and a prefix
+/// equal blst's; the budget's peak stays under the cap; `GpuMsm::msm`
+/// streams when the bases do not fit; below the floor it is an
+/// out-of-memory error naming the streaming minimum.
+fn check_streamed<P: MsmCurve>(r: &mut ChaCha20Rng, n: usize, caps: &[u64], floor: u64)
+where
+    Affine<P>: cuzk_field::DeviceRepr,
+{
+    let g = gpu().expect("checked by the caller");
+    let (b, s) = inputs::<P>(r, n, Flavor::Random);
+    let bits = mixed(r, n, 0.9);
+    let want = cpu::msm_dense(&b, &s).unwrap().into_affine();
+    let want_bits = cpu::msm_dense(&b, &bits).unwrap().into_affine();
+    let want_prefix = cpu::msm_dense(&b[..n - 7], &s[..n - 7])
+        .unwrap()
+        .into_affine();
+    let mut pinned = cuzk_alloc::PinnedBuffer::<Affine<P>>::new(n).unwrap();
+    pinned.copy_from_slice(&b);
+    let on_gpu = on_device(g, &s);
+    for &cap in caps {
+        let e = capped(cap);
+        let what = format!(
+            "{} 2^{:.2} under {} MiB",
+            P::NAME,
+            (n as f64).log2(),
+            cap >> 20
+        );
+        assert_eq!(
+            e.msm_streamed(&b, &s).unwrap().into_affine(),
+            want,
+            "{what}"
+        );
+        assert_eq!(
+            e.msm_streamed(&pinned, &s).unwrap().into_affine(),
+            want,
+            "{what}, pinned"
+        );
+        assert_eq!(
+            e.msm_streamed(&pinned, &bits).unwrap().into_affine(),
+            want_bits,
+            "{what}, witness-shaped"
+        );
+        assert_eq!(
+            e.msm_streamed(&b, &s[..n - 7]).unwrap().into_affine(),
+            want_prefix,
+            "{what}, a prefix"
+        );
+        assert_eq!(
+            e.msm_streamed_device(&pinned, &on_gpu, 0..n)
+                .unwrap()
+                .into_affine(),
+            want,
+            "{what}, device scalars"
+        );
+        let peak = e.memory().budget().peak_claimed_bytes();
+        assert!(peak <= cap, "{what}: peak {peak} > cap {cap}");
+        report(&format!("msm: {what}, streamed bases, equals blst"));
+    }
+    // GpuMsm::msm with bases larger than the budget streams them.
+    let e = capped(caps[caps.len() - 1]);
+    assert_eq!(
+        e.msm(&b, &s).unwrap().into_affine(),
+        want,
+        "msm() falls back to streaming"
+    );
+    match capped(floor - 1).msm_streamed(&b, &s) {
+        Err(Error::OutOfMemory(m)) => assert!(m.contains("streaming"), "{m}"),
+        other => panic!("expected out of memory below the floor, got {other:?}"),
+    }
+    assert!(
+        e.msm_streamed(&b[..3], &s).is_err(),
+        "more scalars than bases"
+    );
+}
+
+/// Bases that stay in host memory and stream to the GPU in chunks (the
+/// next chunk's copy overlapping this chunk's MSM) give blst's results for
+/// G1 and G2 (see `check_streamed`).
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_streamed_msm_equals_blst() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut r = rng("gpu_streamed_msm_equals_blst");
+    // G1, 96 bytes a point: the floor is 4 x 2^16 x 96 bytes = 24 MiB.
+    let n = (1 << 20) + 12345;
+    let caps = [8 * 96 * n as u64, 256 << 20, 40 << 20];
+    check_streamed::<g1::Config>(&mut r, n, &caps, 24 << 20);
+    // G2, 192 bytes a point: 48 MiB.
+    let n = (1 << 18) + 3;
+    let caps = [8 * 192 * n as u64, 72 << 20];
+    check_streamed::<g2::Config>(&mut r, n, &caps, 48 << 20);
+}
+
 /// Points from which an MSM runs in two parts (see `MsmConfig::split`).
 const SPLIT_MIN_POINTS: usize = 1 << 20;
 

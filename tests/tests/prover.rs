@@ -843,3 +843,92 @@ fn gpu_porep_shaped_matches_cpu() {
         report(&format!("gpu_porep_shaped_matches_cpu: 2^{log_n}: {t:?}"));
     }
 }
+
+/// A key streamed from host memory rather than resident: under a budget
+/// that holds part of the key beside a proof's working set, then under one
+/// that holds none of it (all five queries streamed), proofs equal the CPU
+/// path's for the same r and s (and verify, for the key set up by
+/// ark-groth16); each proof reports the streamed bytes; the budget's peak
+/// stays under its limit and every byte comes back.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_streamed_key_matches_cpu() {
+    let _serial = serial();
+    let Some(dev) = gpu_or_skip("gpu_streamed_key_matches_cpu") else {
+        return;
+    };
+    let mut rng = rng("gpu_streamed_key_matches_cpu");
+    let margin = BudgetConfig::default().margin_bytes;
+    let real = RandomCircuit::fill_domain(16, 2, 3, rng.gen());
+    let real_pk = setup(real, &mut rng);
+    let porep = cuzk_prover::synthetic::PorepShaped::new(18, 2, rng.gen());
+    let porep_w = porep.matrices().unwrap();
+    let porep_pk = cuzk_prover::synthetic::PorepShaped::random_key(&porep_w, &mut rng).unwrap();
+    let cases = [
+        (
+            "2^16 random circuit (ark-groth16 setup)",
+            real_pk,
+            real.matrices().unwrap(),
+            true,
+        ),
+        (
+            "2^18 PoRep-shaped (random-point key)",
+            porep_pk,
+            porep_w,
+            false,
+        ),
+    ];
+    for (name, pk, w, verify) in cases {
+        let (key_bytes, working_set) = {
+            let probe = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
+            let p = Prover::with_memory(pk.clone(), probe.clone()).unwrap();
+            assert!(
+                p.streamed_queries().is_empty(),
+                "{name}: uncapped, all resident"
+            );
+            (probe.budget().claimed_bytes(), p.working_set_bytes())
+        };
+        let cpu = Prover::cpu(pk.clone()).unwrap();
+        for (extra, all) in [(key_bytes / 2, false), (1 << 20, true)] {
+            let cap = margin + working_set + extra;
+            let mem = DeviceMemory::new(
+                dev,
+                BudgetConfig {
+                    margin_bytes: margin,
+                    cap_bytes: Some(cap),
+                },
+                u64::MAX,
+            )
+            .unwrap();
+            let p = Prover::with_memory(pk.clone(), mem.clone()).unwrap();
+            let streamed = p.streamed_queries();
+            if all {
+                assert_eq!(streamed.len(), 5, "{name}: {streamed:?}");
+            } else {
+                assert!((1..5).contains(&streamed.len()), "{name}: {streamed:?}");
+            }
+            for _ in 0..2 {
+                let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+                let job = w.job(r, s);
+                let (got, t) = p.prove_job(&job).unwrap();
+                assert_eq!(got, cpu.prove_job(&job).unwrap().0, "{name}, {streamed:?}");
+                assert!(t.streamed_bytes > 0, "{name}");
+                if verify {
+                    assert!(verifies(&pk, w.public_inputs(), &got), "{name}");
+                }
+            }
+            let peak = mem.budget().peak_claimed_bytes();
+            let limit = mem.budget().limit_bytes().unwrap();
+            assert!(peak <= limit, "{name}: peak {peak} > limit {limit}");
+            report(&format!(
+                "gpu_streamed_key_matches_cpu: {name}: key {} resident uncapped, cap {}: streamed \
+                 {streamed:?}, peak {}",
+                cuzk_alloc::fmt_bytes(key_bytes),
+                cuzk_alloc::fmt_bytes(cap),
+                cuzk_alloc::fmt_bytes(peak)
+            ));
+            drop(p);
+            mem.check_all_returned().unwrap();
+        }
+    }
+}

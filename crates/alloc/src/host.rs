@@ -1,5 +1,6 @@
 //! Page-locked host memory: [`PinnedBuffer`] (`cudaHostAlloc`),
-//! [`HostRegistration`] (`cudaHostRegister`) and [`is_page_locked`].
+//! [`HostRegistration`] and [`PageLock`] (`cudaHostRegister`) and
+//! [`is_page_locked`].
 
 use crate::raw::{check, Ptr};
 use crate::sys;
@@ -120,6 +121,52 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
         if !self.data.is_empty() {
             // SAFETY: registered in `new`.
             let _ = check(unsafe { sys::cuzk_host_unregister(self.data.as_mut_ptr().cast()) });
+        }
+    }
+}
+
+/// Memory the caller owns and only reads, page-locked with
+/// `cudaHostRegister` (portable: every GPU of the process copies from it
+/// by DMA) until this guard drops; for data that outlives the guard but
+/// cannot lend it a `&mut` borrow, such as a proving key shared by the
+/// workers of several GPUs. The guard holds no borrow: keep the data
+/// allocated, unmoved and unshrunk until the guard is dropped (drop it
+/// first, e.g. by declaring it before the data in a struct).
+pub struct PageLock {
+    ptr: Ptr,
+}
+
+impl PageLock {
+    /// Registers `data` (a no-op for an empty slice).
+    ///
+    /// # Safety
+    /// `data`'s memory must stay allocated at the same address until the
+    /// guard is dropped.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] (e.g. the range is already registered, or the
+    /// system's locked-memory limit is reached), [`Error::NoDevice`],
+    /// [`Error::NoCudaBuild`].
+    pub unsafe fn new<T: DeviceRepr>(data: &[T]) -> Result<Self> {
+        if data.is_empty() {
+            return Ok(PageLock {
+                ptr: Ptr(std::ptr::null_mut()),
+            });
+        }
+        let p = data.as_ptr() as *mut std::ffi::c_void;
+        // SAFETY: the range is valid for its byte length until the guard
+        // drops (the caller's promise); the runtime only locks its pages.
+        check(unsafe { sys::cuzk_host_register(p, std::mem::size_of_val(data) as u64) })?;
+        Ok(PageLock { ptr: Ptr(p) })
+    }
+}
+
+impl Drop for PageLock {
+    fn drop(&mut self) {
+        if !self.ptr.0.is_null() {
+            // SAFETY: registered in `new`, still allocated (the caller's
+            // promise).
+            let _ = check(unsafe { sys::cuzk_host_unregister(self.ptr.0) });
         }
     }
 }

@@ -29,7 +29,7 @@ pub(crate) fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
 
 /// The bytes of a slice of plain-data points (arkworks' BLS12-381 affine
 /// points: coordinates only, no padding; layout asserted in cuzk-field).
-fn point_bytes<P: MsmCurve>(bases: &[Affine<P>]) -> &[u8] {
+pub(crate) fn point_bytes<P: MsmCurve>(bases: &[Affine<P>]) -> &[u8] {
     // SAFETY: Affine<P> for BLS12-381 is two base-field elements back to back
     // (96 or 192 bytes, asserted in cuzk_field::layout), every byte initialized.
     unsafe { std::slice::from_raw_parts(bases.as_ptr().cast::<u8>(), std::mem::size_of_val(bases)) }
@@ -42,8 +42,8 @@ pub(crate) struct Engine {
     pub(crate) copies: StagedCopies,
     /// The second part's scalars go up on this stream while the first
     /// part's kernels run on `stream` (see [`MsmConfig::split`]).
-    copy_stream: Stream,
-    copies2: StagedCopies,
+    pub(crate) copy_stream: Stream,
+    pub(crate) copies2: StagedCopies,
 }
 
 /// MSMs on one GPU: a stream, the device's memory manager and an
@@ -131,24 +131,28 @@ impl GpuMsm {
         self.config.window_bits.unwrap_or_else(|| window_bits(n))
     }
 
-    /// `sum_i scalars[i] * bases[i]`: uploads both, runs, and waits.
+    /// `sum_i scalars[i] * bases[i]`: uploads both, runs, and waits. Bases
+    /// that do not fit the memory budget stream from host memory in chunks
+    /// instead ([`GpuMsm::msm_streamed`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ or a part passes
-    /// 2^31 - 1 points
-    /// (after the bases' upload, which may fail first with
-    /// [`Error::OutOfMemory`]); [`Error::OutOfMemory`] when the points and
-    /// the scratch do not fit the budget even with the smallest plan (one
-    /// window at a time, 8-bit windows, chunks of
-    /// [`crate::MIN_CHUNK_POINTS`] points; see
-    /// [`MsmConfig::windows_per_batch`]), the message naming its bytes;
-    /// CUDA errors.
+    /// 2^31 - 1 points; [`Error::OutOfMemory`] when even the streamed MSM
+    /// does not fit the budget (two chunks of
+    /// [`crate::MIN_CHUNK_POINTS`] points and the smallest plan: one window
+    /// at a time, 8-bit windows; see [`MsmConfig::windows_per_batch`]), the
+    /// message naming its bytes; CUDA errors.
     pub fn msm<P: MsmCurve>(&self, bases: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>> {
         check_lengths(bases.len(), scalars.len())?;
         if bases.is_empty() {
             return Ok(Projective::default());
         }
-        self.upload_bases(bases)?.msm(scalars)
+        match self.upload_bases(bases) {
+            Ok(fixed) => fixed.msm(scalars),
+            // Bases larger than the budget stream from host memory.
+            Err(Error::OutOfMemory(_)) => self.msm_streamed(bases, scalars),
+            Err(e) => Err(e),
+        }
     }
 
     /// Uploads `bases` once for many MSMs against them (one SRS, many

@@ -19,9 +19,10 @@
 //! ```
 //!
 //! Entry points: [`msm`] (GPU when there is one, else CPU; checked),
-//! [`GpuMsm`] (a GPU engine tuned by an [`MsmConfig`]: one-off MSMs, and
+//! [`GpuMsm`] (a GPU engine tuned by an [`MsmConfig`]: one-off MSMs,
 //! [`FixedBases`] uploaded once for many MSMs and batches, as Groth16 and
-//! KZG provers use one SRS for many proofs), [`cpu::msm`] (witness-shaped:
+//! KZG provers use one SRS for many proofs, and [`GpuMsm::msm_streamed`]
+//! for bases larger than the device budget, streamed from host memory), [`cpu::msm`] (witness-shaped:
 //! zeros skipped, ones summed, the rest through blst), [`cpu::msm_dense`] and
 //! [`cpu::msm_arkworks`]. [`scratch_bytes_estimate`] tells, without a GPU,
 //! how much device scratch an MSM takes.
@@ -31,6 +32,7 @@ pub mod cpu;
 mod engine;
 mod fixed;
 mod plan;
+mod streamed;
 #[allow(unreachable_pub)] // generated bindings, crate-private
 mod sys;
 

@@ -234,12 +234,14 @@ impl MultiGpuProver {
         check_workers(gpu_workers_per_device)?;
         let devices: Vec<i32> = memories.iter().map(|m| m.device()).collect();
         check_devices(&devices)?;
+        // One key in host memory for every GPU's prover.
+        let pk = Arc::new(pk);
         let provers: Vec<Result<Prover>> = std::thread::scope(|scope| {
             let handles: Vec<_> = memories
                 .iter()
                 .map(|m| {
                     let pk = pk.clone();
-                    scope.spawn(move || Prover::with_memory(pk, m.clone()))
+                    scope.spawn(move || Prover::with_shared_key(pk, m.clone()))
                 })
                 .collect();
             handles
@@ -277,9 +279,10 @@ impl MultiGpuProver {
                 "a multi-device prover of 0 lanes: give at least one".into(),
             ));
         }
+        let pk = Arc::new(pk);
         let lanes = (0..lanes)
             .map(|i| {
-                let prover = Prover::cpu(pk.clone())?;
+                let prover = Prover::cpu_shared(pk.clone())?;
                 Lane::new(i as i32, None, prover, workers_per_lane)
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,7 +1,7 @@
 //! [`Prover`]: a Groth16 prover for one proving key, on a GPU or the CPU.
 
 use crate::memory::{self, PROVER_FULL_TWIDDLE_MAX_BYTES};
-use crate::query::Query;
+use crate::query::{Query, Residency};
 use crate::r1cs::{synthesize, ProofJob};
 use crate::timings::{ms, ProofTimings};
 use crate::{qap, Backend, Error, Fr, Proof, ProvingKey, Result};
@@ -31,14 +31,24 @@ pub(crate) struct Prepared {
 
 /// A Groth16 prover for one proving key. Share it between threads (`&self`
 /// methods; GPU work is serialized on its engines' streams).
+///
+/// On a GPU, each of the key's queries (H, L, A, B in G1, B in G2) is
+/// resident (uploaded once) where the memory budget holds it beside the
+/// proofs' working set, and otherwise streamed from page-locked host memory
+/// on every proof ([`cuzk_msm::GpuMsm::msm_streamed`]);
+/// [`Prover::streamed_queries`] and [`ProofTimings::streamed_bytes`] say
+/// which. The key lives once per process: provers of several GPUs share it
+/// ([`Prover::with_shared_key`]).
 pub struct Prover {
-    pk: ProvingKey,
-    gpu: Option<Gpu>,
+    // The queries come first: they are dropped before the key, whose
+    // slices the streamed ones keep page-locked.
     a: Query<g1::Config>,
     b_g1: Query<g1::Config>,
     b_g2: Query<g2::Config>,
     h: Query<g1::Config>,
     l: Query<g1::Config>,
+    gpu: Option<Gpu>,
+    pk: Arc<ProvingKey>,
     pub(crate) check_witness: bool,
 }
 
@@ -77,23 +87,44 @@ impl Prover {
     /// # Errors
     /// [`Error::InvalidArgument`] for a malformed key.
     pub fn cpu(pk: ProvingKey) -> Result<Self> {
+        Self::cpu_shared(Arc::new(pk))
+    }
+
+    /// [`Prover::cpu`] with a key shared with other provers.
+    pub(crate) fn cpu_shared(pk: Arc<ProvingKey>) -> Result<Self> {
         Self::build(pk, None)
     }
 
     /// A prover on the GPU of `mem`, sharing its budget with other users of
-    /// `mem` (other provers, other engines): uploads the key's A, B (G1, G2),
-    /// H and L queries once (96 bytes a G1 point, 192 a G2 point).
+    /// `mem` (other provers, other engines): the key's A, B (G1, G2), H and
+    /// L queries uploaded once (96 bytes a G1 point, 192 a G2 point) where
+    /// the budget holds them beside one proof's working set
+    /// ([`Prover::working_set_bytes`]), the others streamed (see
+    /// [`Prover`]).
     ///
     /// # Errors
-    /// As [`Prover::new`]; [`Error::OutOfMemory`] when the key does not fit.
+    /// As [`Prover::new`]; CUDA errors of page-locking the streamed
+    /// queries' host memory.
     pub fn with_memory(pk: ProvingKey, mem: Arc<DeviceMemory>) -> Result<Self> {
+        Self::with_shared_key(Arc::new(pk), mem)
+    }
+
+    /// As [`Prover::with_memory`], for a key shared with other provers
+    /// (those of other GPUs: the key's host memory is held once). The
+    /// resident queries leave room for one proof's working set: more
+    /// workers on the GPU wait for room to enter the GPU stage
+    /// ([`crate::MultiGpuProver`]) rather than stream more of the key.
+    ///
+    /// # Errors
+    /// As [`Prover::with_memory`].
+    pub fn with_shared_key(pk: Arc<ProvingKey>, mem: Arc<DeviceMemory>) -> Result<Self> {
         let ntt = GpuNtt::with_memory(mem.clone())?
             .with_full_twiddle_limit(PROVER_FULL_TWIDDLE_MAX_BYTES);
         let msm = GpuMsm::with_memory(mem)?;
         Self::build(pk, Some((ntt, msm)))
     }
 
-    fn build(pk: ProvingKey, gpu: Option<(GpuNtt, GpuMsm)>) -> Result<Self> {
+    fn build(pk: Arc<ProvingKey>, gpu: Option<(GpuNtt, GpuMsm)>) -> Result<Self> {
         if pk.a_query.is_empty() {
             return Err(Error::InvalidArgument(
                 "proving key with an empty A query (it lacks even the constant one)".into(),
@@ -115,9 +146,6 @@ impl Prover {
             )));
         }
         let m = gpu.as_ref().map(|(_, m)| m);
-        let a = Query::new(&pk.a_query[1..], m)?;
-        let b_g1 = Query::new(&pk.b_g1_query[1..], m)?;
-        let b_g2 = Query::new(&pk.b_g2_query[1..], m)?;
         // H's coefficients are uniform: its MSM skips classifying them.
         let dense = match m {
             Some(g) => Some(g.clone().with_config(cuzk_msm::MsmConfig {
@@ -126,9 +154,35 @@ impl Prover {
             })?),
             None => None,
         };
-        let h = Query::new(&pk.h_query, dense.as_ref())?;
-        let l = Query::new(&pk.l_query, m)?;
-        Ok(Prover {
+        // Residency, largest query first: resident while the budget keeps
+        // room for a proof's working set beside it, else streamed.
+        let reserve = match &gpu {
+            Some((ntt, _)) => {
+                let log_n = (pk.h_query.len() as u64 + 1)
+                    .next_power_of_two()
+                    .trailing_zeros();
+                let full = 2 * ntt.full_twiddle_bytes(log_n);
+                memory::working_set_bytes(&pk, full)
+            }
+            None => 0,
+        };
+        let place = |g: Option<&GpuMsm>, points: usize, point_bytes: usize| -> Result<_> {
+            let Some(g) = g else { return Ok(None) };
+            let bytes = (points * point_bytes) as u64;
+            let room = g.memory().budget().available_bytes()?;
+            Ok(Some(if room >= bytes.saturating_add(reserve) {
+                Residency::Resident
+            } else {
+                Residency::Streamed
+            }))
+        };
+        let d = dense.as_ref();
+        let h = Query::placed(&pk.h_query, d.zip(place(d, pk.h_query.len(), 96)?))?;
+        let l = Query::placed(&pk.l_query, m.zip(place(m, pk.l_query.len(), 96)?))?;
+        let a = Query::placed(&pk.a_query[1..], m.zip(place(m, nv - 1, 96)?))?;
+        let b_g1 = Query::placed(&pk.b_g1_query[1..], m.zip(place(m, nv - 1, 96)?))?;
+        let b_g2 = Query::placed(&pk.b_g2_query[1..], m.zip(place(m, nv - 1, 192)?))?;
+        let prover = Prover {
             gpu: gpu.map(|(ntt, msm)| Gpu { ntt, msm }),
             pk,
             a,
@@ -137,7 +191,44 @@ impl Prover {
             h,
             l,
             check_witness: false,
-        })
+        };
+        if prover.gpu.is_some() {
+            tracing::info!(
+                target: "cuzk_prover",
+                streamed = ?prover.streamed_queries(),
+                streamed_bytes = prover.streamed_bytes(),
+                "proving key placed"
+            );
+        }
+        Ok(prover)
+    }
+
+    /// The queries whose bases stream from host memory on every proof
+    /// (names among "H", "L", "A", "B G1", "B G2"; empty on the CPU path
+    /// and when the whole key is resident).
+    pub fn streamed_queries(&self) -> Vec<&'static str> {
+        [
+            ("H", self.h.is_streamed()),
+            ("L", self.l.is_streamed()),
+            ("A", self.a.is_streamed()),
+            ("B G1", self.b_g1.is_streamed()),
+            ("B G2", self.b_g2.is_streamed()),
+        ]
+        .into_iter()
+        .filter_map(|(n, s)| s.then_some(n))
+        .collect()
+    }
+
+    /// Bytes of the key's bases that cross PCIe in each proof (the
+    /// streamed queries', compacted; 0 when the key is resident).
+    fn streamed_bytes(&self) -> u64 {
+        let pk = &self.pk;
+        let nv = pk.a_query.len();
+        self.h.streamed_bytes(pk.h_query.len())
+            + self.l.streamed_bytes(pk.l_query.len())
+            + self.a.streamed_bytes(nv - 1)
+            + self.b_g1.streamed_bytes(nv - 1)
+            + self.b_g2.streamed_bytes(nv - 1)
     }
 
     /// The same prover with the key's queries on the GPU re-uploaded with
@@ -344,6 +435,7 @@ impl Prover {
             timings: ProofTimings {
                 witness_ms,
                 eval_ms: ms(t0),
+                streamed_bytes: self.streamed_bytes(),
                 ..ProofTimings::default()
             },
         })

@@ -1,10 +1,12 @@
-//! The proving key's queries as the MSMs use them (identity bases skipped, bases on the GPU).
+//! The proving key's queries as the MSMs use them (identity bases skipped;
+//! bases resident on the GPU, or streamed to it from page-locked host
+//! memory when the budget does not hold them).
 
 use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::AffineRepr;
 use ark_ff::AdditiveGroup;
-use cuzk_alloc::DeviceBuffer;
+use cuzk_alloc::{DeviceBuffer, PageLock};
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
 
 /// Skip identity bases in an MSM when at least this fraction (1/8) of them
@@ -13,14 +15,54 @@ const SPARSE_DIVISOR: usize = 8;
 
 /// One query of the key as the MSMs use it: the indices of its non-identity
 /// bases when skipping the rest pays, the compacted bases on the host (CPU
-/// path) or all of them on the device (GPU path).
+/// path, streamed queries) and, on the GPU path, the bases resident on the
+/// device or streamed to it from host memory on every MSM.
 pub(crate) struct Query<P: MsmCurve> {
+    /// Page-locks the host bases of a streamed query (declared first, so it
+    /// is dropped before `host`; the key's own slices outlive the prover's
+    /// queries, see [`crate::Prover`]).
+    lock: Option<PageLock>,
     /// Indices of the non-identity bases, when compacted.
     keep: Option<Vec<u32>>,
-    /// The compacted bases on the host (CPU path, when compacted).
+    /// The compacted bases on the host (CPU path or streamed, when
+    /// compacted).
     host: Option<Vec<Affine<P>>>,
     /// The (compacted) bases on the GPU.
     gpu: Option<FixedBases<P>>,
+    /// The engine that streams the bases (host memory to the GPU) when
+    /// they are not resident.
+    streamed: Option<GpuMsm>,
+}
+
+/// Where a query's bases are for the GPU path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Residency {
+    /// Uploaded once, on the device.
+    Resident,
+    /// Streamed from page-locked host memory on every MSM.
+    Streamed,
+}
+
+/// Page-locks `bases` for DMA, unless they are already page-locked (the
+/// same key streamed by another GPU's prover): `None` then.
+fn page_lock<P: MsmCurve>(bases: &[Affine<P>]) -> Result<Option<PageLock>> {
+    // SAFETY: arkworks' BLS12-381 affine points are plain coordinates
+    // (layout asserted in cuzk-field); the bytes are only read.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(bases.as_ptr().cast::<u8>(), std::mem::size_of_val(bases))
+    };
+    if cuzk_alloc::is_page_locked(bytes)? {
+        return Ok(None);
+    }
+    // SAFETY: `bases` is the key's own query (held by the prover's `Arc`
+    // for at least as long as the query) or the query's own compacted
+    // vector, which is never resized and is dropped after the lock.
+    match unsafe { PageLock::new(bytes) } {
+        Ok(lock) => Ok(Some(lock)),
+        // Another GPU's prover locked the same key in between.
+        Err(_) if cuzk_alloc::is_page_locked(bytes)? => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The bases at indices `keep` (a compacted query).
@@ -29,12 +71,15 @@ fn gather<P: MsmCurve>(bases: &[Affine<P>], keep: &[u32]) -> Vec<Affine<P>> {
 }
 
 impl<P: MsmCurve> Query<P> {
-    /// The query of `bases` (the full query): compacted when at least an
-    /// eighth of the bases are the identity, uploaded when `gpu` is given.
+    /// The query of `bases` (the full query, which must outlive this query
+    /// unmoved when streamed): compacted when at least an eighth of the
+    /// bases are the identity; on the GPU path resident (uploaded once) or
+    /// streamed as `gpu` says. A resident query whose upload finds the
+    /// budget short is streamed instead.
     ///
     /// # Errors
-    /// Out of memory and CUDA errors of the upload.
-    pub(crate) fn new(bases: &[Affine<P>], gpu: Option<&GpuMsm>) -> Result<Self> {
+    /// CUDA errors of the upload or of page-locking the host bases.
+    pub(crate) fn placed(bases: &[Affine<P>], gpu: Option<(&GpuMsm, Residency)>) -> Result<Self> {
         let zeros = bases.iter().filter(|p| p.is_zero()).count();
         let keep = (bases.len() >= 2 && zeros * SPARSE_DIVISOR >= bases.len()).then(|| {
             (0..bases.len() as u32)
@@ -43,12 +88,45 @@ impl<P: MsmCurve> Query<P> {
         });
         let compact = keep.as_ref().map(|k| gather(bases, k));
         let used: &[Affine<P>] = compact.as_deref().unwrap_or(bases);
-        let gpu = match gpu {
-            Some(g) if !used.is_empty() => Some(g.upload_bases(used)?),
-            _ => None,
+        let mut q = Query {
+            lock: None,
+            keep,
+            host: None,
+            gpu: None,
+            streamed: None,
         };
-        let host = if gpu.is_some() { None } else { compact };
-        Ok(Query { keep, host, gpu })
+        let mut residency = gpu.map(|(_, r)| r);
+        if let (Some((g, Residency::Resident)), false) = (gpu, used.is_empty()) {
+            match g.upload_bases(used) {
+                Ok(f) => q.gpu = Some(f),
+                Err(Error::OutOfMemory(_)) => residency = Some(Residency::Streamed),
+                Err(e) => return Err(e),
+            }
+        }
+        if let (Some((g, _)), Some(Residency::Streamed), false) = (gpu, residency, used.is_empty())
+        {
+            q.streamed = Some(g.clone());
+            q.lock = page_lock(used)?;
+        }
+        if q.gpu.is_none() {
+            q.host = compact;
+        }
+        Ok(q)
+    }
+
+    /// Whether the bases stream from host memory on every MSM.
+    pub(crate) fn is_streamed(&self) -> bool {
+        self.streamed.is_some()
+    }
+
+    /// Bytes of bases that cross PCIe in each MSM of a streamed query (0
+    /// when resident or on the CPU path); `full` is the full query's length.
+    pub(crate) fn streamed_bytes(&self, full: usize) -> u64 {
+        if self.streamed.is_none() {
+            return 0;
+        }
+        let points = self.keep.as_ref().map_or(full, Vec::len);
+        (points * std::mem::size_of::<Affine<P>>()) as u64
     }
 
     /// Replaces the device bases with precomputed ones
@@ -103,8 +181,9 @@ impl<P: MsmCurve> Query<P> {
                 bases.len()
             )));
         }
-        match (&self.gpu, &self.keep) {
-            (Some(g), None) => Ok(g.msm_device(scalars, 0..count.min(g.len()))?),
+        match (&self.gpu, &self.keep, &self.streamed) {
+            (Some(g), None, _) => Ok(g.msm_device(scalars, 0..count.min(g.len()))?),
+            (None, None, Some(e)) => Ok(e.msm_streamed_device(bases, scalars, 0..count)?),
             _ => {
                 scalars.stream().synchronize()?;
                 let mut host = vec![Fr::ZERO; scalars.len()];
@@ -135,9 +214,13 @@ impl<P: MsmCurve> Query<P> {
             }
             None => (&bases[..scalars.len().min(bases.len())], scalars),
         };
-        match &self.gpu {
-            Some(g) => g.msm(&s[..s.len().min(g.len())]),
-            None => cuzk_msm::cpu::msm(b, &s[..b.len()]),
+        match (&self.gpu, &self.streamed) {
+            (Some(g), _) => g.msm(&s[..s.len().min(g.len())]),
+            (None, Some(e)) => {
+                let k = s.len().min(b.len());
+                e.msm_streamed(&b[..k], &s[..k])
+            }
+            (None, None) => cuzk_msm::cpu::msm(b, &s[..b.len()]),
         }
     }
 }

@@ -24,6 +24,11 @@ pub struct ProofTimings {
     pub msm_l_ms: f64,
     /// Assembling A, B, C from the MSMs and the key.
     pub assembly_ms: f64,
+    /// Bytes of the key's bases streamed from host memory to the GPU for
+    /// this proof (the queries the memory budget did not hold; 0 when the
+    /// key is resident or on the CPU path); their copies overlap the MSMs
+    /// and are inside the MSM times.
+    pub streamed_bytes: u64,
 }
 
 impl ProofTimings {
@@ -53,6 +58,7 @@ impl ProofTimings {
             msm_h_ms = self.msm_h_ms,
             msm_l_ms = self.msm_l_ms,
             assembly_ms = self.assembly_ms,
+            streamed_bytes = self.streamed_bytes,
             total_ms = self.total_ms(),
             "groth16 proof"
         );

@@ -1,0 +1,222 @@
+//! MSMs whose bases stay in host memory and stream to the GPU in chunks
+//! (bases too large for the device budget, such as a 2^27 Groth16 key on a
+//! 16 GiB card): the copy of chunk i + 1 overlaps the MSM of chunk i, and
+//! the chunks' sums are added.
+
+use crate::engine::{point_bytes, GpuMsm};
+use crate::plan::MIN_CHUNK_POINTS;
+use crate::{Error, Fr, MsmCurve, Result};
+use ark_ec::short_weierstrass::{Affine, Projective};
+use cuzk_alloc::{DeviceBuffer, Strategy};
+use std::ops::Range;
+
+/// Points a chunk of a streamed MSM of `n` points of `point_bytes` bytes
+/// with `available` bytes of device memory: the largest `ceil(n / 2^j)`,
+/// rounded up to a multiple of [`MIN_CHUNK_POINTS`], whose two chunk
+/// buffers (the one in use and the next one arriving) take at most half of
+/// `available`; the other half is for the MSM's scalars and scratch, whose
+/// plan shrinks to what is left. At least [`MIN_CHUNK_POINTS`] (or `n` when
+/// smaller); `None` when even that does not fit.
+pub(crate) fn stream_chunk(n: usize, point_bytes: usize, available: u64) -> Option<usize> {
+    if n == 0 {
+        return Some(0);
+    }
+    let fits = |c: usize| 4 * (c as u64) * (point_bytes as u64) <= available;
+    let mut parts = 1usize;
+    loop {
+        let c = n.div_ceil(parts).next_multiple_of(MIN_CHUNK_POINTS).min(n);
+        if fits(c) {
+            return Some(c);
+        }
+        if c <= MIN_CHUNK_POINTS {
+            return None;
+        }
+        parts *= 2;
+    }
+}
+
+/// The device memory (bytes) a streamed MSM of `point_bytes`-byte points
+/// needs at least: two chunks of [`MIN_CHUNK_POINTS`] points, and as much
+/// again for the MSM (see [`stream_chunk`]).
+pub(crate) fn stream_min_bytes(point_bytes: usize) -> u64 {
+    4 * (MIN_CHUNK_POINTS * point_bytes) as u64
+}
+
+impl GpuMsm {
+    /// `sum_i scalars[i] * bases[i]` with the bases read from host memory
+    /// in chunks, for bases that do not fit the device budget (a proving
+    /// key of several tens of GiB on a 16 GiB card): two chunk buffers on
+    /// the device, the copy of the next chunk (on the engine's copy stream,
+    /// from a thread of its own) overlapping the MSM of this one, each
+    /// chunk's MSM as [`GpuMsm::msm`] runs it (witness-shaped per
+    /// [`crate::MsmConfig::witness_shaped`]; its plan shrinks to what the
+    /// budget has left). The chunk size follows the budget: the largest of
+    /// n, n/2, n/4, ... whose two buffers take at most half of the budget's
+    /// available bytes, down to [`MIN_CHUNK_POINTS`] points.
+    ///
+    /// Every base crosses PCIe on every call: keep the bases in page-locked
+    /// memory ([`cuzk_alloc::PinnedBuffer`], [`cuzk_alloc::PageLock`]) for
+    /// full-speed DMA; pageable bases go through the engine's pinned
+    /// staging buffers. `bases` may be longer than `scalars` (a prefix is
+    /// used, as Groth16's queries of different lengths use them).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when there are more scalars than bases;
+    /// [`Error::OutOfMemory`] when the budget has less than two chunks of
+    /// [`MIN_CHUNK_POINTS`] points and as much again (the message names the
+    /// bytes); otherwise as [`GpuMsm::msm`].
+    pub fn msm_streamed<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        scalars: &[Fr],
+    ) -> Result<Projective<P>> {
+        if scalars.len() > bases.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} scalars for {} streamed bases: give at most one scalar a base",
+                scalars.len(),
+                bases.len()
+            )));
+        }
+        let n = scalars.len();
+        self.stream(&bases[..n], |chunk, at| {
+            self.run::<P>(chunk, at.len(), None, &scalars[at])
+        })
+    }
+
+    /// `sum_i scalars[range.start + i] * bases[i]` for i < `range.len()`,
+    /// the scalars in this GPU's memory (say, the quotient H the NTTs left
+    /// there) and the bases streamed from host memory as
+    /// [`GpuMsm::msm_streamed`] streams them; each chunk's scalars are
+    /// classified on the device as [`crate::FixedBases::msm_device`] does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the range passes the buffer, holds
+    /// more scalars than there are bases, or the scalars are on another GPU;
+    /// otherwise as [`GpuMsm::msm_streamed`].
+    pub fn msm_streamed_device<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        scalars: &DeviceBuffer<Fr>,
+        range: Range<usize>,
+    ) -> Result<Projective<P>> {
+        if range.end > scalars.len() || range.start > range.end {
+            return Err(Error::InvalidArgument(format!(
+                "scalars {range:?} of a device buffer of {}",
+                scalars.len()
+            )));
+        }
+        let n = range.len();
+        if n > bases.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{n} device scalars for {} streamed bases: give at most one scalar a base",
+                bases.len()
+            )));
+        }
+        let first = range.start;
+        self.stream(&bases[..n], |chunk, at| {
+            self.run_device::<P>(
+                chunk,
+                at.len(),
+                None,
+                scalars,
+                first + at.start..first + at.end,
+            )
+        })
+    }
+
+    /// `bases` up in chunks (see [`GpuMsm::msm_streamed`]); `run(chunk,
+    /// range)` is the MSM of the points `range` of `bases`, which lie at
+    /// device address `chunk`. Sums the results.
+    fn stream<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        run: impl Fn(*const u8, Range<usize>) -> Result<Projective<P>>,
+    ) -> Result<Projective<P>> {
+        let n = bases.len();
+        if n == 0 {
+            return Ok(Projective::default());
+        }
+        let e = &self.e;
+        let point = std::mem::size_of::<Affine<P>>();
+        let available = e.mem.budget().available_bytes()?;
+        let chunk = stream_chunk(n, point, available).ok_or_else(|| {
+            Error::OutOfMemory(format!(
+                "streaming {n} {} bases needs at least {} bytes of device memory (two chunks \
+                 of {MIN_CHUNK_POINTS} points, and as much again for their MSM); {available} \
+                 are available: raise the budget (CUZK_DEVICE_MEMORY_LIMIT) or free device \
+                 memory",
+                P::NAME,
+                stream_min_bytes(point)
+            ))
+        })?;
+        let ranges: Vec<Range<usize>> = (0..n)
+            .step_by(chunk)
+            .map(|lo| lo..(lo + chunk).min(n))
+            .collect();
+        // A chunk's points, on the copy stream (waits for the copy).
+        let upload = |r: &Range<usize>| -> Result<DeviceBuffer<u8>> {
+            let bytes = point_bytes(&bases[r.clone()]);
+            let mut d = e
+                .mem
+                .alloc::<u8>(bytes.len(), Strategy::Async, &e.copy_stream, None)?;
+            e.copies2.upload(&mut d, bytes)?;
+            Ok(d)
+        };
+        let upload = &upload;
+        let mut current = upload(&ranges[0])?;
+        let mut total = Projective::<P>::default();
+        for (i, r) in ranges.iter().enumerate() {
+            let (sum, next) = std::thread::scope(|s| {
+                // The next chunk goes up while this one's MSM runs; its
+                // buffer is the one the previous MSM used, freed by now
+                // (each MSM waits for its kernels before it returns).
+                let next = ranges.get(i + 1).map(|nr| s.spawn(move || upload(nr)));
+                let sum = run(current.as_ptr(), r.clone());
+                let next = next.map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("a streamed chunk's upload panicked".into()))
+                    })
+                });
+                (sum, next)
+            });
+            total += sum?;
+            if let Some(b) = next {
+                current = b?;
+            }
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G1: usize = 96;
+
+    #[test]
+    fn chunks_take_half_the_budget_in_two_buffers() {
+        let n = 1 << 27;
+        // Everything fits: one chunk of all n points.
+        assert_eq!(stream_chunk(n, G1, 4 * (n * G1) as u64), Some(n));
+        // 16 GiB: chunks of n / 2^j with 4 chunk * 96 <= 16 GiB.
+        let c = stream_chunk(n, G1, 16 << 30).expect("fits");
+        assert!(4 * (c * G1) as u64 <= 16 << 30);
+        assert_eq!(c, n / 4, "2^25 points: 3 GiB a buffer");
+        assert_eq!(c % MIN_CHUNK_POINTS, 0);
+        // Uneven n: chunks are multiples of MIN_CHUNK_POINTS covering n.
+        let n = 3 * (1 << 20) + 5;
+        let c = stream_chunk(n, G1, 300 << 20).expect("fits");
+        assert_eq!(c % MIN_CHUNK_POINTS, 0);
+        assert!(4 * (c * G1) as u64 <= 300 << 20);
+        assert!(c * n.div_ceil(c) >= n);
+        // The floor, exactly, and one byte under it.
+        let min = stream_min_bytes(G1);
+        assert_eq!(stream_chunk(1 << 24, G1, min), Some(MIN_CHUNK_POINTS));
+        assert_eq!(stream_chunk(1 << 24, G1, min - 1), None);
+        // Fewer points than a minimal chunk: one chunk of all of them.
+        assert_eq!(stream_chunk(1000, G1, 4 * 1000 * G1 as u64), Some(1000));
+        assert_eq!(stream_chunk(1000, G1, 100), None);
+        assert_eq!(stream_chunk(0, G1, 0), Some(0));
+    }
+}
