@@ -454,4 +454,19 @@ fn gpu_coset_quotient_matches_the_cpu() {
         .coset_quotient(&bufs[0], &bufs[1], &bufs[2], &mut out, Fr::from(1u64))
         .unwrap_err();
     assert!(e.to_string().contains("vanishes"), "{e}");
+    // In place, into a.
+    let mut bufs = bufs;
+    let (a, bc) = bufs.split_at_mut(1);
+    g.coset_quotient_in_place(&mut a[0], &bc[0], &bc[1], shift)
+        .unwrap();
+    a[0].copy_to_host(&mut got).unwrap();
+    assert_eq!(got, want, "in place");
+    let short = g
+        .memory()
+        .alloc::<Fr>(n / 2, cuzk_alloc::Strategy::Sync, g.stream(), None)
+        .unwrap();
+    let e = g
+        .coset_quotient_in_place(&mut a[0], &short, &bc[1], shift)
+        .unwrap_err();
+    assert!(e.to_string().contains("differ"), "{e}");
 }

@@ -331,13 +331,51 @@ impl GpuNtt {
         out: &mut DeviceBuffer<Fr>,
         g: Fr,
     ) -> Result<()> {
-        let n = a.len();
-        if b.len() != n || c.len() != n || out.len() != n {
+        if out.len() != a.len() {
             return Err(Error::InvalidArgument(format!(
-                "coset_quotient: lengths a {n}, b {}, c {}, out {} differ",
+                "coset_quotient: lengths a {}, out {} differ",
+                a.len(),
+                out.len()
+            )));
+        }
+        a.stream().synchronize()?;
+        self.mul_sub_scale(a.as_ptr(), a.len(), b, c, out.as_mut_ptr(), g)
+    }
+
+    /// [`GpuNtt::coset_quotient`] into `a` itself: `a[i] = (a[i] * b[i] -
+    /// c[i]) / Z`, with no output buffer (a Groth16 quotient at 2^27 then
+    /// holds three vectors of 4 GiB on the device rather than four).
+    ///
+    /// # Errors
+    /// As [`GpuNtt::coset_quotient`].
+    pub fn coset_quotient_in_place(
+        &self,
+        a: &mut DeviceBuffer<Fr>,
+        b: &DeviceBuffer<Fr>,
+        c: &DeviceBuffer<Fr>,
+        g: Fr,
+    ) -> Result<()> {
+        a.stream().synchronize()?;
+        let out = a.as_mut_ptr();
+        self.mul_sub_scale(a.as_ptr(), a.len(), b, c, out, g)
+    }
+
+    /// `out[i] = (a[i] * b[i] - c[i]) / (g^n - 1)` for the n elements at
+    /// `a` and `out` (device memory of this GPU, which may be the same).
+    fn mul_sub_scale(
+        &self,
+        a: *const Fr,
+        n: usize,
+        b: &DeviceBuffer<Fr>,
+        c: &DeviceBuffer<Fr>,
+        out: *mut Fr,
+        g: Fr,
+    ) -> Result<()> {
+        if b.len() != n || c.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "coset_quotient: lengths a {n}, b {}, c {} differ",
                 b.len(),
                 c.len(),
-                out.len()
             )));
         }
         let log_n = crate::log2_exact(n)?;
@@ -349,21 +387,22 @@ impl GpuNtt {
             .mem
             .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
         f.copy_from_host(&[z_inv])?;
-        for x in [a, b, c] {
+        for x in [b, c] {
             x.stream().synchronize()?;
         }
         let operands = sys::cuzk_ntt_mul_sub_operands {
-            a: a.as_ptr().cast(),
+            a: a.cast(),
             b: b.as_ptr().cast(),
             c: c.as_ptr().cast(),
         };
-        // SAFETY: all buffers hold n elements of this device; `f` outlives the
-        // kernel (synchronized below).
+        // SAFETY: a, b, c and out hold n elements of this device (out may
+        // alias a: the kernel reads an element before it writes it, and the
+        // ABI allows it); `f` outlives the kernel (synchronized below).
         check(unsafe {
             sys::cuzk_ntt_mul_sub_scale(
                 self.mem.device(),
                 &operands,
-                out.as_mut_ptr().cast(),
+                out.cast(),
                 n as u64,
                 f.as_ptr().cast(),
                 self.stream.as_raw(),

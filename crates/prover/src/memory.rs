@@ -27,7 +27,8 @@ pub(crate) fn working_set_bytes(pk: &ProvingKey, full_twiddle_bytes: u64) -> u64
     // table of 2^ceil(log_n/2) and one of 2^floor(log_n/2) powers (and
     // n^-1); counted as six for margin.
     let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
-    let h_stage = 4 * n * SCALAR_BYTES + 6 * table * SCALAR_BYTES + full_twiddle_bytes;
+    // The H stage holds a, b and c at once (the quotient goes into a).
+    let h_stage = 3 * n * SCALAR_BYTES + 6 * table * SCALAR_BYTES + full_twiddle_bytes;
     let vars = pk.a_query.len().saturating_sub(1) as u64;
     let g1_msm = |m: u64| (m * SCALAR_BYTES).saturating_add(msm_scratch_bytes::<g1::Config>(m));
     let g2_msm = |m: u64| (m * SCALAR_BYTES).saturating_add(msm_scratch_bytes::<g2::Config>(m));

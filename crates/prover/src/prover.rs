@@ -278,12 +278,12 @@ impl Prover {
     }
 
     /// An over-estimate of the device memory, in bytes, that one proof's
-    /// GPU stage claims from the budget on top of the uploaded key (the
-    /// figure depends only on the key's sizes; on the CPU path nothing is
-    /// claimed, but the figure is the same):
+    /// GPU stage claims from the budget on top of the resident part of the
+    /// key (the figure depends only on the key's sizes; on the CPU path
+    /// nothing is claimed, but the figure is the same):
     ///
-    /// - the H stage: A, B, C on the coset and the quotient, four vectors of
-    ///   2^log_n scalars (32 bytes each), plus the NTT engine's twiddle
+    /// - the H stage: A, B, C on the coset (the quotient replaces A), three
+    ///   vectors of 2^log_n scalars (32 bytes each), plus the NTT engine's twiddle
     ///   tables, two-level and full (tables between passes up to 64 MiB
     ///   a pass, [`GpuNtt::full_twiddle_bytes`], for the root and its
     ///   inverse; kept by the engine after the first proof);
@@ -292,8 +292,11 @@ impl Prover {
     ///   at once, as [`cuzk_msm::scratch_bytes_estimate`] bounds it.
     ///
     /// The two stages overlap only in H's coefficients (the H MSM's
-    /// scalars, counted in both); adding them is the over-estimate. Workers reserve this much
-    /// before a proof's GPU stage ([`crate::MultiGpuProver`]).
+    /// scalars, counted in both); adding them is the over-estimate. Workers
+    /// reserve this much before a proof's GPU stage
+    /// ([`crate::MultiGpuProver`]); the MSMs shrink their plans (and stream
+    /// their bases) to what the budget holds, so a proof also runs where
+    /// the budget is smaller than this figure.
     pub fn working_set_bytes(&self) -> u64 {
         let log_n = (self.pk.h_query.len() as u64 + 1)
             .next_power_of_two()

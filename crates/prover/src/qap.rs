@@ -9,7 +9,7 @@ use crate::r1cs::ConstraintMatrices;
 use crate::{Error, Fr, Result};
 use ark_ff::{AdditiveGroup, Field};
 use ark_relations::gr1cs::Matrix;
-use cuzk_alloc::{DeviceBuffer, Strategy};
+use cuzk_alloc::DeviceBuffer;
 use cuzk_ntt::{GpuNtt, NttOptions, Order};
 use rayon::prelude::*;
 
@@ -190,17 +190,14 @@ impl QuotientEngine for GpuEngine<'_> {
     }
     fn quotient(
         &self,
-        a: DeviceBuffer<Fr>,
+        mut a: DeviceBuffer<Fr>,
         b: DeviceBuffer<Fr>,
         c: DeviceBuffer<Fr>,
         g: Fr,
     ) -> Result<DeviceBuffer<Fr>> {
-        let mut out =
-            self.0
-                .memory()
-                .alloc::<Fr>(a.len(), Strategy::Async, self.0.stream(), None)?;
-        self.0.coset_quotient(&a, &b, &c, &mut out, g)?;
-        Ok(out)
+        // Into `a`: three vectors on the device at the peak, not four.
+        self.0.coset_quotient_in_place(&mut a, &b, &c, g)?;
+        Ok(a)
     }
 }
 
