@@ -15,6 +15,12 @@
 //!   each proof is verified by ark-groth16.
 //! - `synthetic`: a random R1CS filling 2^k (matrices built directly) and a
 //!   key of random points (fast setup): proofs are timed, not verified.
+//! - `porep`: `cuzk_prover::synthetic::PorepShaped`, Filecoin PoRep C2's
+//!   shape (a witness of bits, sparse A and B queries) filling 2^k, with a
+//!   key of random points: timed, not verified. A batch of 10 partitions
+//!   at 2^27 with 2 workers under a 16 GiB budget:
+//!   `CUZK_DEVICE_MEMORY_LIMIT=16GiB prove --circuit porep
+//!   --log-constraints 27 --batch --proofs 10 --workers 2`.
 //!
 //! The GPU is used when there is one (`--cpu` forces the CPU). Set
 //! `RUST_LOG=cuzk_prover=info` for the prover's own tracing.
@@ -52,6 +58,9 @@ enum CircuitKind {
     Sha256,
     /// A random R1CS with a random-point key (timed, not verified).
     Synthetic,
+    /// A PoRep-shaped R1CS (a witness of bits as the SHA-256 chain's,
+    /// sparse A and B) with a random-point key (timed, not verified).
+    Porep,
 }
 
 #[derive(Parser, Debug)]
@@ -171,8 +180,10 @@ fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
         (p, 0)
     };
     println!(
-        "prover: {:?} backend, {pre} of 5 queries precomputed, ready in {:.2} s",
+        "prover: {:?} backend, {pre} of 5 queries precomputed, streamed from host memory: {:?}, \
+         ready in {:.2} s",
         p.backend(),
+        p.streamed_queries(),
         t.elapsed().as_secs_f64()
     );
     Ok(p)
@@ -184,11 +195,14 @@ fn make_multi(args: &Args, pk: ProvingKey) -> Result<MultiGpuProver> {
     let m = MultiGpuProver::new(pk, &devices, args.workers)?.with_check_witness(args.check_witness);
     println!(
         "prover: MultiGpuProver on GPUs {devices:?}, {} workers each, proofs admitted at once \
-         per GPU {:?}, ready in {:.2} s",
+         per GPU {:?}, streamed from host memory: {:?}, ready in {:.2} s",
         args.workers,
         (0..devices.len())
             .map(|l| m.concurrent_proofs(l).unwrap_or(0))
             .collect::<Vec<_>>(),
+        m.prover(0)
+            .map(|p| p.streamed_queries())
+            .unwrap_or_default(),
         t.elapsed().as_secs_f64()
     );
     Ok(m)
@@ -202,21 +216,43 @@ fn multi_batch(
 ) -> Result<Vec<ark_groth16::Proof<Bls12_381>>> {
     let t = Instant::now();
     let out = multi.prove_batch(jobs, None)?;
-    let wall = t.elapsed().as_secs_f64();
+    let end = Instant::now();
+    let wall = (end - t).as_secs_f64();
     let mut proofs = Vec::with_capacity(out.len());
+    let mut per_device: Vec<(i32, Vec<ProofTimings>)> = Vec::new();
     for (i, o) in out.into_iter().enumerate() {
         let (proof, timings, device) = o.with_context(|| format!("partition {i}"))?;
         print!("GPU {device}: ");
         print_timings(i, &timings, None);
+        match per_device.iter_mut().find(|(d, _)| *d == device) {
+            Some((_, ts)) => ts.push(timings),
+            None => per_device.push((device, vec![timings])),
+        }
         proofs.push(proof);
     }
     println!(
-        "batch: {} partitions on {} GPU(s) x {} workers in {wall:.3} s ({:.3} s a proof)",
+        "batch: {} partitions on {} GPU(s) x {} workers in {wall:.3} s ({:.3} s a proof, {:.3} \
+         proofs/s)",
         jobs.len(),
         multi.devices().len(),
         multi.workers_per_device(),
-        wall / jobs.len().max(1) as f64
+        wall / jobs.len().max(1) as f64,
+        jobs.len() as f64 / wall
     );
+    for (lane, (device, ts)) in per_device.iter().enumerate() {
+        let busy = cuzk_prover::gpu_busy_fraction(ts, t, end);
+        let peak = multi
+            .memory(lane)
+            .map(|m| m.budget().peak_claimed_bytes())
+            .unwrap_or(0);
+        println!(
+            "GPU {device}: busy {} of the batch's wall time (union of GPU stages), device memory \
+             peak {} claimed, {} streamed a proof",
+            busy.map_or("-".to_string(), |b| format!("{:.1}%", 100.0 * b)),
+            cuzk_alloc::fmt_bytes(peak),
+            cuzk_alloc::fmt_bytes(ts.first().map_or(0, |t| t.streamed_bytes))
+        );
+    }
     Ok(proofs)
 }
 
@@ -328,18 +364,29 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
 
 fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let k = args.log_constraints;
-    let c = RandomCircuit::fill_domain(k, 8, 0, args.seed);
+    let porep = args.circuit == CircuitKind::Porep;
     let t = Instant::now();
-    let w = c.matrices()?;
+    let w = if porep {
+        cuzk_prover::synthetic::PorepShaped::new(k, 1, args.seed).matrices()?
+    } else {
+        RandomCircuit::fill_domain(k, 8, 0, args.seed).matrices()?
+    };
     println!(
-        "circuit: synthetic, {} constraints, {} variables, domain 2^{k}, built in {:.2} s",
+        "circuit: {}, {} constraints, {} variables, {:.1}% of the witness 0 or 1, domain 2^{k}, \
+         built in {:.2} s",
+        if porep { "PoRep-shaped" } else { "synthetic" },
         w.matrices.num_constraints,
         w.full_assignment.len(),
+        100.0 * w.witness_shape().fraction_zero_one(),
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
     let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);
-    let pk = random_key_for(&w, &mut krng)?;
+    let pk = if porep {
+        cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut krng)?
+    } else {
+        random_key_for(&w, &mut krng)?
+    };
     println!(
         "key: random points, made in {:.2} s (proofs are timed, not verified)",
         t.elapsed().as_secs_f64()
@@ -376,6 +423,6 @@ fn main() -> Result<()> {
     let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
     match args.circuit {
         CircuitKind::Sha256 => sha256(&args, &mut rng),
-        CircuitKind::Synthetic => synthetic(&args, &mut rng),
+        CircuitKind::Synthetic | CircuitKind::Porep => synthetic(&args, &mut rng),
     }
 }

@@ -78,7 +78,7 @@ pub use cuzk_field::{Backend, Error, Fr, Result};
 pub use multi::{MultiGpuProver, MultiProof, DEFAULT_GPU_WORKERS_PER_DEVICE};
 pub use prover::Prover;
 pub use r1cs::{synthesize, ConstraintMatrices, ProofJob, Synthesized, WitnessShape};
-pub use timings::ProofTimings;
+pub use timings::{gpu_busy_fraction, ProofTimings};
 
 use ark_bls12_381::Bls12_381;
 

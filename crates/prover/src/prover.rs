@@ -466,6 +466,7 @@ impl Prover {
         // H first, so that on the GPU its device buffer (the H MSM's
         // scalars, never copied to the host) is freed before the other MSMs.
         let t0 = Instant::now();
+        let stage_start = t0;
         let h_acc = match &self.gpu {
             Some(g) => {
                 let h = qap::quotient(&qap::GpuEngine(&g.ntt), abc, log_n, qap::Orders::Reversed)?;
@@ -506,6 +507,9 @@ impl Prover {
         let t0 = Instant::now();
         let l_acc = self.l.msm(&pk.l_query, &z[job.num_inputs..])?;
         t.msm_l_ms = ms(t0);
+        if self.gpu.is_some() {
+            t.gpu_stage = Some((stage_start, Instant::now()));
+        }
 
         let t0 = Instant::now();
         let delta_g1 = pk.delta_g1.into_group();

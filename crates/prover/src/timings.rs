@@ -29,6 +29,49 @@ pub struct ProofTimings {
     /// key is resident or on the CPU path); their copies overlap the MSMs
     /// and are inside the MSM times.
     pub streamed_bytes: u64,
+    /// When this proof's GPU stage (the H stage through the last MSM; the
+    /// device's work, each step waited for) began and ended, on the host's
+    /// monotonic clock; `None` on the CPU path. See [`gpu_busy_fraction`].
+    pub gpu_stage: Option<(Instant, Instant)>,
+}
+
+/// The fraction of `[start, end)` during which at least one of `timings`'
+/// GPU stages ran (the union of their intervals, clipped to the window,
+/// over its length): how busy one GPU was over a batch, given the timings
+/// of the proofs it ran. `None` for an empty window or when no proof ran
+/// on a GPU. The stages wait for their kernels, so the intervals bound the
+/// device's work; gaps inside a stage (host-side steps between kernels)
+/// count as busy.
+pub fn gpu_busy_fraction(timings: &[ProofTimings], start: Instant, end: Instant) -> Option<f64> {
+    if end <= start {
+        return None;
+    }
+    let mut spans: Vec<(Instant, Instant)> = timings
+        .iter()
+        .filter_map(|t| t.gpu_stage)
+        .map(|(a, b)| (a.max(start), b.min(end)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    if timings.iter().all(|t| t.gpu_stage.is_none()) {
+        return None;
+    }
+    spans.sort();
+    let mut busy = std::time::Duration::ZERO;
+    let mut current: Option<(Instant, Instant)> = None;
+    for (a, b) in spans {
+        current = match current {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                busy += cb - ca;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = current {
+        busy += cb - ca;
+    }
+    Some(busy.as_secs_f64() / (end - start).as_secs_f64())
 }
 
 impl ProofTimings {
@@ -68,4 +111,43 @@ impl ProofTimings {
 /// Milliseconds elapsed since `t`.
 pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn stage(t0: Instant, a_ms: u64, b_ms: u64) -> ProofTimings {
+        ProofTimings {
+            gpu_stage: Some((
+                t0 + Duration::from_millis(a_ms),
+                t0 + Duration::from_millis(b_ms),
+            )),
+            ..ProofTimings::default()
+        }
+    }
+
+    #[test]
+    fn busy_fraction_is_the_union_of_the_stages() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_millis(100);
+        // [10, 30) and [20, 50) overlap: 40 ms; [60, 70): 10; [90, 120)
+        // clipped to [90, 100): 10. 60 of 100 ms.
+        let ts = [
+            stage(t0, 20, 50),
+            stage(t0, 10, 30),
+            stage(t0, 60, 70),
+            stage(t0, 90, 120),
+            ProofTimings::default(),
+        ];
+        let f = gpu_busy_fraction(&ts, t0, end).expect("some GPU stages");
+        assert!((f - 0.6).abs() < 1e-9, "{f}");
+        assert_eq!(gpu_busy_fraction(&ts, end, t0), None);
+        assert_eq!(gpu_busy_fraction(&[ProofTimings::default()], t0, end), None);
+        // Back to back and nested stages: all busy.
+        let ts = [stage(t0, 0, 50), stage(t0, 50, 100), stage(t0, 10, 20)];
+        let f = gpu_busy_fraction(&ts, t0, end).expect("some GPU stages");
+        assert!((f - 1.0).abs() < 1e-9, "{f}");
+    }
 }
