@@ -96,6 +96,9 @@ pub(crate) fn library_path(nvcc: &Path) -> std::ffi::OsString {
     std::env::join_paths(paths).unwrap_or_default()
 }
 
+/// The daemon's checks on a GPU machine (tools/daemon-check.sh).
+const RUN_DAEMON_CHECK: &str = include_str!("../../tools/daemon-check.sh");
+
 const RUN_TESTS: &str = r#"#!/usr/bin/env bash
 # Runs every cuzk test executable in this bundle, GPU tests included
 # (--include-ignored: they are `#[ignore = "needs a GPU"]`), with
@@ -230,7 +233,11 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
     for (exe, _) in bins.iter().chain(&daemon).chain(&examples) {
         copy_stripped(exe, &out.join("bin").join(exe.file_name().unwrap()))?;
     }
-    for (name, text) in [("run-tests", RUN_TESTS), ("run-bench", RUN_BENCH)] {
+    for (name, text) in [
+        ("run-tests", RUN_TESTS),
+        ("run-bench", RUN_BENCH),
+        ("run-daemon-check", RUN_DAEMON_CHECK),
+    ] {
         let p = out.join(name);
         std::fs::write(&p, text)?;
         make_executable(&p)?;
