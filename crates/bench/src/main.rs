@@ -62,6 +62,7 @@ fn main() -> Result<()> {
     progress::start(layers.iter().map(|l| steps(l, run.size)).sum());
     let mut rec = Record {
         figures: Vec::new(),
+        batches: Vec::new(),
         checks: Checks::new(run.seed, args.inject_mismatch.clone()),
     };
     for layer in &layers {
@@ -147,6 +148,9 @@ fn steps(layer: &str, size: Size) -> u64 {
 fn write_report(args: &Args, run: &Run, machine: &report::Machine, rec: &Record) -> Result<()> {
     println!("GPU: {}", machine.gpu);
     println!("{}", tables::figures_terminal(&rec.figures));
+    if !rec.batches.is_empty() {
+        println!("{}", tables::batches_terminal(&rec.batches));
+    }
     println!("{}", tables::checks_terminal(rec.checks.all()));
     println!("{}", tables::verdict_line(rec, run.seed));
     let out = &args.out;

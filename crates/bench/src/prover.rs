@@ -19,9 +19,10 @@ use rand::Rng;
 const LAYER: &str = "prover";
 const CPU_PATH: &str = "cuzk prover, CPU path (blst, ark-poly)";
 const VERIFIER: &str = "ark-groth16 verifier";
+const BATCH_IMPL: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers";
 
 /// Sizes (log2 of the constraint domain): `--quick`, default, `--full`.
-pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22]];
+pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22, 24]];
 
 /// The CPU path proves up to this size (log2): every size the bench runs
 /// (2^22 takes about 40 s on 16 cores).
@@ -45,11 +46,27 @@ fn peer_reps(k: u32) -> usize {
     }
 }
 
+/// Partitions a batch row proves, with [`BATCH_WORKERS`] workers.
+const BATCH_PARTITIONS: usize = 10;
+/// Workers on the GPU in a batch row (the seed workload's 2).
+const BATCH_WORKERS: usize = 2;
+/// The seed workload's card: a 16 GiB budget for the capped batch rows.
+const CARD_16_GIB: u64 = 16 << 30;
+
+/// The batch rows of `--full` (log2 domain, PoRep-shaped, budget cap):
+/// dense 2^24 on the whole card, and PoRep-shaped 2^26 under a 16 GiB
+/// budget (2^27 takes its 47 GiB key: the `prove` example runs it, see
+/// BENCHMARKS.md).
+const BATCHES: [(u32, bool, Option<u64>); 2] = [(24, false, None), (26, true, Some(CARD_16_GIB))];
+
 /// What a row checks beyond the CPU path.
 #[derive(Default)]
 struct Extra<'a> {
     /// Compare with supraseal-c2 (PoRep-shaped and real circuits).
     peer: bool,
+    /// Also prove a batch of [`BATCH_PARTITIONS`] through `MultiGpuProver`
+    /// under this budget cap (`Some(None)`: the whole card).
+    batch: Option<Option<u64>>,
     /// A real key: every proof must pass ark-groth16's verifier against
     /// these public inputs.
     verify: Option<(
@@ -81,7 +98,10 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             &name,
             (w, pk),
             k <= CPU_MAX,
-            Extra::default(),
+            Extra {
+                batch: batch_for(run, k, false),
+                ..Extra::default()
+            },
         )?;
     }
     for &k in run.size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]) {
@@ -92,6 +112,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng)?;
         let extra = Extra {
             peer: true,
+            batch: batch_for(run, k, true),
             ..Extra::default()
         };
         one(
@@ -123,6 +144,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         let extra = Extra {
             peer: true,
             verify: Some((&pvk, w.public_inputs().to_vec())),
+            batch: None,
         };
         one(run, rec, &mut rng, &name, (w, pk), true, extra)?;
     }
@@ -223,11 +245,130 @@ fn one(
                 "wall, per stage",
             );
         }
-        if extra.peer {
+        if let Some(cap) = extra.batch {
+            let pk = prover.proving_key().clone();
+            drop(prover);
+            let prover = batch(rec, &name, n, pk, &witness, rng, cap)?;
+            if extra.peer {
+                peer(rec, &name, n, prover, &job, &got, &verify)?;
+            }
+        } else if extra.peer {
             peer(rec, &name, n, prover, &job, &got, &verify)?;
         }
     }
     Ok(())
+}
+
+/// The batch row for a 2^k circuit (PoRep-shaped or dense) in this run:
+/// its budget cap, `None` when there is none.
+fn batch_for(run: &Run, k: u32, porep: bool) -> Option<Option<u64>> {
+    if run.size != crate::cli::Size::Full {
+        return None;
+    }
+    BATCHES
+        .iter()
+        .find(|(bk, bp, _)| *bk == k && *bp == porep)
+        .map(|(_, _, cap)| *cap)
+}
+
+/// Peak resident set of this process, bytes (Linux: VmHWM of
+/// /proc/self/status; 0 where it cannot be read).
+fn host_peak_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// [`BATCH_PARTITIONS`] partitions of `witness` (each with its own r and
+/// s) proved by `MultiGpuProver` with [`BATCH_WORKERS`] workers on GPU 0
+/// under a budget capped at `cap` (`None`: the whole card, less the
+/// default margin), after one warm-up proof: records the time per
+/// partition as a figure and the batch (throughput, GPU busy fraction,
+/// memory peaks); the first partition's proof is checked against a single
+/// prover's proof of the same job under the same budget, which is returned
+/// for what follows.
+fn batch(
+    rec: &mut Record,
+    name: &str,
+    n: usize,
+    pk: cuzk_prover::ProvingKey,
+    witness: &cuzk_prover::Synthesized,
+    rng: &mut rand_chacha::ChaCha20Rng,
+    cap: Option<u64>,
+) -> Result<Prover> {
+    use cuzk_alloc::{BudgetConfig, DeviceMemory};
+    let budget = cap.map_or("whole card".to_string(), cuzk_alloc::fmt_bytes);
+    step(format!(
+        "bench prover: {name}: batch of {BATCH_PARTITIONS}, {BATCH_WORKERS} workers, {budget}"
+    ));
+    let mem = DeviceMemory::new(
+        0,
+        BudgetConfig {
+            cap_bytes: cap,
+            ..BudgetConfig::default()
+        },
+        u64::MAX,
+    )?;
+    let multi = cuzk_prover::MultiGpuProver::with_memories(
+        pk.clone(),
+        std::slice::from_ref(&mem),
+        BATCH_WORKERS,
+    )?;
+    let rs: Vec<(Fr, Fr)> = (0..BATCH_PARTITIONS)
+        .map(|_| (Fr::rand(rng), Fr::rand(rng)))
+        .collect();
+    let jobs: Vec<ProofJob<'_>> = rs.iter().map(|&(r, s)| witness.job(r, s)).collect();
+    // A warm-up proof: tables, pools and the first use of the key.
+    multi.prove_on(0, &jobs[0])?;
+    let t0 = std::time::Instant::now();
+    let out = multi.prove_batch(&jobs, None)?;
+    let t1 = std::time::Instant::now();
+    let mut timings = Vec::new();
+    let mut first = None;
+    for (i, o) in out.into_iter().enumerate() {
+        let (proof, t, _) = o.map_err(|e| anyhow::anyhow!("partition {i}: {e}"))?;
+        first.get_or_insert(proof);
+        timings.push(t);
+    }
+    let b = crate::report::Batch {
+        layer: LAYER,
+        name: name.to_string(),
+        partitions: BATCH_PARTITIONS,
+        workers: BATCH_WORKERS,
+        cap_bytes: cap,
+        wall_ms: (t1 - t0).as_secs_f64() * 1e3,
+        busy_fraction: cuzk_prover::gpu_busy_fraction(&timings, t0, t1).unwrap_or(0.0),
+        device_peak_bytes: mem.budget().peak_claimed_bytes(),
+        host_peak_bytes: host_peak_bytes(),
+        streamed_bytes: timings.first().map_or(0, |t| t.streamed_bytes),
+    };
+    rec.figure(
+        LAYER,
+        name,
+        BATCH_IMPL,
+        n,
+        b.per_partition_ms(),
+        "wall per partition, batch",
+    );
+    rec.batches.push(b);
+    drop(multi);
+    let single = Prover::with_memory(pk, mem)?;
+    let want = single.prove_job(&jobs[0])?.0;
+    rec.checks.values(
+        LAYER,
+        format!("{name}: batch partition 0 ({budget})"),
+        "cuzk prover, GPU",
+        n,
+        first.as_ref().expect("a batch of at least one"),
+        &want,
+    );
+    Ok(single)
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`

@@ -28,11 +28,55 @@ impl Figure {
     }
 }
 
-/// What a run collects: its figures and its checks.
+/// One batch of proofs through `MultiGpuProver` on one GPU: what a
+/// proving farm sees (time per partition, throughput, how busy the GPU
+/// was, memory).
+#[derive(Clone, Debug)]
+pub(crate) struct Batch {
+    /// Layer (prover).
+    pub(crate) layer: &'static str,
+    /// The circuit and size, e.g. "Groth16 proof 2^24".
+    pub(crate) name: String,
+    /// Partitions in the batch.
+    pub(crate) partitions: usize,
+    /// Worker threads on the GPU.
+    pub(crate) workers: usize,
+    /// The device memory budget's cap, bytes (`None`: the whole card).
+    pub(crate) cap_bytes: Option<u64>,
+    /// Wall time of the batch, milliseconds.
+    pub(crate) wall_ms: f64,
+    /// Fraction of the wall time with a proof in its GPU stage
+    /// (`cuzk_prover::gpu_busy_fraction`).
+    pub(crate) busy_fraction: f64,
+    /// Peak of the device budget's claims during the batch, bytes (the
+    /// resident key included).
+    pub(crate) device_peak_bytes: u64,
+    /// Peak resident set of the bench process so far, bytes (Linux VmHWM;
+    /// 0 elsewhere).
+    pub(crate) host_peak_bytes: u64,
+    /// Key bytes streamed from host memory per proof.
+    pub(crate) streamed_bytes: u64,
+}
+
+impl Batch {
+    /// Wall time per partition, milliseconds.
+    pub(crate) fn per_partition_ms(&self) -> f64 {
+        self.wall_ms / self.partitions.max(1) as f64
+    }
+
+    /// Proofs a second.
+    pub(crate) fn proofs_per_s(&self) -> f64 {
+        self.partitions as f64 / (self.wall_ms / 1e3)
+    }
+}
+
+/// What a run collects: its figures, its batches and its checks.
 #[derive(Debug)]
 pub(crate) struct Record {
     /// Figures, in the order measured.
     pub(crate) figures: Vec<Figure>,
+    /// Batches of proofs, in the order run.
+    pub(crate) batches: Vec<Batch>,
     /// Correctness checks, in the order run.
     pub(crate) checks: Checks,
 }
@@ -124,6 +168,26 @@ pub(crate) fn to_json(machine: &Machine, cuda_compiled: bool, seed: u64, rec: &R
             v
         })
         .collect();
+    let batches: Vec<Value> = rec
+        .batches
+        .iter()
+        .map(|b| {
+            json!({
+                "layer": b.layer,
+                "name": b.name,
+                "partitions": b.partitions,
+                "workers": b.workers,
+                "cap_bytes": b.cap_bytes,
+                "wall_ms": b.wall_ms,
+                "per_partition_ms": b.per_partition_ms(),
+                "proofs_per_s": b.proofs_per_s(),
+                "gpu_busy_fraction": b.busy_fraction,
+                "device_peak_bytes": b.device_peak_bytes,
+                "host_peak_bytes": b.host_peak_bytes,
+                "streamed_bytes_per_proof": b.streamed_bytes,
+            })
+        })
+        .collect();
     json!({
         "machine": {
             "gpu": machine.gpu, "cpu": machine.cpu, "cpu_threads": machine.cpu_threads,
@@ -133,6 +197,7 @@ pub(crate) fn to_json(machine: &Machine, cuda_compiled: bool, seed: u64, rec: &R
         "seed": seed,
         "verdict": rec.checks.verdict(),
         "figures": rows,
+        "batches": batches,
         "checks": checks,
     })
 }
@@ -149,6 +214,8 @@ pub(crate) fn speedup(figs: &[Figure], f: &Figure) -> Option<f64> {
 /// Checks a report against its schema: the machine block, the seed, every
 /// figure's layer, operation, implementation, a positive size, the unit
 /// "ms", a positive finite time, the timing method and the machine; every
+/// batch's name, a positive partition count and wall time and a busy
+/// fraction in [0, 1]; every
 /// check's layer, name, reference, size, verdict (with a detail for a
 /// mismatch and a reason for a skip) and seed; and an overall verdict that
 /// is `fail` exactly when some check is a mismatch.
@@ -200,6 +267,30 @@ pub(crate) fn validate(v: &Value) -> Result<(), String> {
             .filter(|t| t.is_finite() && *t > 0.0)
             .ok_or(format!(
                 "figure {i}: median_ms missing, not positive or not finite"
+            ))?;
+    }
+    let batches = v
+        .get("batches")
+        .and_then(Value::as_array)
+        .ok_or("no batches array")?;
+    for (i, b) in batches.iter().enumerate() {
+        b.get("name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or(format!("batch {i}: name missing"))?;
+        b.get("partitions")
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0)
+            .ok_or(format!("batch {i}: partitions missing or 0"))?;
+        b.get("wall_ms")
+            .and_then(Value::as_f64)
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .ok_or(format!("batch {i}: wall_ms missing or not positive"))?;
+        b.get("gpu_busy_fraction")
+            .and_then(Value::as_f64)
+            .filter(|f| (0.0..=1.0).contains(f))
+            .ok_or(format!(
+                "batch {i}: gpu_busy_fraction missing or outside [0, 1]"
             ))?;
     }
     let checks = v
@@ -284,7 +375,26 @@ pub(crate) mod tests {
             &1,
         );
         checks.skip("msm", "G1 MSM 2^26: cuzk GPU", "blst", 1 << 26, "too slow");
-        Record { figures, checks }
+        Record {
+            figures,
+            batches: vec![sample_batch()],
+            checks,
+        }
+    }
+
+    pub(crate) fn sample_batch() -> Batch {
+        Batch {
+            layer: "prover",
+            name: "Groth16 proof 2^24".into(),
+            partitions: 10,
+            workers: 2,
+            cap_bytes: Some(16 << 30),
+            wall_ms: 12_000.0,
+            busy_fraction: 0.93,
+            device_peak_bytes: 15 << 30,
+            host_peak_bytes: 40 << 30,
+            streamed_bytes: 3 << 30,
+        }
     }
 
     #[test]
@@ -344,6 +454,11 @@ pub(crate) mod tests {
         let mut v = to_json(&m, false, 7, &rec);
         v["machine"].as_object_mut().unwrap().remove("commit");
         assert!(validate(&v).unwrap_err().contains("commit"));
+        let mut v = to_json(&m, false, 7, &rec);
+        v["batches"][0]["gpu_busy_fraction"] = json!(1.5);
+        assert!(validate(&v).unwrap_err().contains("batch 0"));
+        assert_eq!(rec.batches[0].per_partition_ms(), 1200.0);
+        assert!((rec.batches[0].proofs_per_s() - 10.0 / 12.0).abs() < 1e-12);
         let mut v = to_json(&m, false, 7, &rec);
         v["checks"][1].as_object_mut().unwrap().remove("why");
         assert!(validate(&v).unwrap_err().contains("check 1"));

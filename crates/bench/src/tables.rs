@@ -2,7 +2,7 @@
 //! and as GitHub Markdown (report.md).
 
 use crate::checks::{Check, Verdict};
-use crate::report::{speedup, Figure, Machine, Record};
+use crate::report::{speedup, Batch, Figure, Machine, Record};
 use comfy_table::{presets::UTF8_FULL, Table};
 
 const FIGURE_HEADER: [&str; 7] = [
@@ -15,6 +15,43 @@ const FIGURE_HEADER: [&str; 7] = [
     "vs arkworks",
 ];
 const CHECK_HEADER: [&str; 6] = ["layer", "check", "against", "size", "verdict", "seed"];
+const BATCH_HEADER: [&str; 9] = [
+    "batch",
+    "partitions x workers",
+    "budget",
+    "s a partition",
+    "proofs/s",
+    "GPU busy",
+    "device peak",
+    "host peak",
+    "streamed a proof",
+];
+
+/// One batch's cells, as printed.
+fn batch_cells(b: &Batch) -> [String; 9] {
+    [
+        b.name.clone(),
+        format!("{} x {}", b.partitions, b.workers),
+        b.cap_bytes
+            .map_or("whole card".into(), cuzk_alloc::fmt_bytes),
+        format!("{:.3}", b.per_partition_ms() / 1e3),
+        format!("{:.3}", b.proofs_per_s()),
+        format!("{:.1}%", 100.0 * b.busy_fraction),
+        cuzk_alloc::fmt_bytes(b.device_peak_bytes),
+        cuzk_alloc::fmt_bytes(b.host_peak_bytes),
+        cuzk_alloc::fmt_bytes(b.streamed_bytes),
+    ]
+}
+
+/// The batches table for the terminal.
+pub(crate) fn batches_terminal(batches: &[Batch]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL).set_header(BATCH_HEADER);
+    for b in batches {
+        t.add_row(batch_cells(b));
+    }
+    t
+}
 
 /// One figure's cells, as printed.
 fn figure_cells(figs: &[Figure], f: &Figure) -> [String; 7] {
@@ -117,11 +154,25 @@ pub(crate) fn markdown(machine: &Machine, seed: u64, rec: &Record, plots: &[Stri
         [false, false, false, true, false, true],
         rec.checks.all().iter().map(check_cells),
     );
+    let batches = if rec.batches.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "## Batches\n\nPartitions proved by `MultiGpuProver` on one GPU; GPU busy is the \
+             union of the proofs' GPU stages over the batch's wall time.\n\n{}\n",
+            md_table(
+                BATCH_HEADER,
+                [false, false, false, true, true, true, true, true, true],
+                rec.batches.iter().map(batch_cells),
+            )
+        )
+    };
     format!(
         "# cuzk benchmark report\n\n\
          **{}**\n\n\
          - GPU: {} (driver {})\n- CPU: {} ({} threads)\n- Commit: {}, started {}\n\n\
          ## Figures\n\n{figures}\n\
+         {batches}\
          ## Checks\n\n\
          Each cuzk result compared with its reference on the same inputs; \
          `--seed {seed}` replays them.\n\n{checks}\n{}",
@@ -159,8 +210,17 @@ mod tests {
             &1,
         );
         checks.values("msm", "G1 MSM 2^4: cuzk", "blst", 16, &1, &2);
-        let rec = Record { figures, checks };
+        let rec = Record {
+            figures,
+            batches: vec![crate::report::tests::sample_batch()],
+            checks,
+        };
         let md = markdown(&m, 9, &rec, &[]);
+        assert!(md.contains("## Batches"), "{md}");
+        assert!(
+            md.contains("| Groth16 proof 2^24 | 10 x 2 | 16.00 GiB | 1.200 | 0.833 | 93.0% |"),
+            "{md}"
+        );
         assert!(md.contains("| layer | operation | implementation |"));
         assert!(md.contains("|---|---|---|---:|"));
         assert!(md.contains("| ntt | NTT forward 2^16 | ark-poly (CPU, all cores) | 65536 |"));
