@@ -806,10 +806,16 @@ fn capped(cap: u64) -> GpuMsm {
 /// chunks, many chunks of the minimal size) host scalars dense and
 /// witness-shaped, pageable and pinned bases, device scalars and a prefix
 /// equal blst's; the budget's peak stays under the cap; `GpuMsm::msm`
-/// streams when the bases do not fit; below the floor it is an
+/// streams when the bases do not fit (under `fallback`, less than the
+/// bases' bytes); below the floor it is an
 /// out-of-memory error naming the streaming minimum.
-fn check_streamed<P: MsmCurve>(r: &mut ChaCha20Rng, n: usize, caps: &[u64], floor: u64)
-where
+fn check_streamed<P: MsmCurve>(
+    r: &mut ChaCha20Rng,
+    n: usize,
+    caps: &[u64],
+    fallback: u64,
+    floor: u64,
+) where
     Affine<P>: cuzk_field::DeviceRepr,
 {
     let g = gpu().expect("checked by the caller");
@@ -863,7 +869,8 @@ where
         report(&format!("msm: {what}, streamed bases, equals blst"));
     }
     // GpuMsm::msm with bases larger than the budget streams them.
-    let e = capped(caps[caps.len() - 1]);
+    assert!(fallback < (n * std::mem::size_of::<Affine<P>>()) as u64);
+    let e = capped(fallback);
     assert_eq!(
         e.msm(&b, &s).unwrap().into_affine(),
         want,
@@ -891,12 +898,12 @@ fn gpu_streamed_msm_equals_blst() {
     let mut r = rng("gpu_streamed_msm_equals_blst");
     // G1, 96 bytes a point: the floor is 4 x 2^16 x 96 bytes = 24 MiB.
     let n = (1 << 20) + 12345;
-    let caps = [8 * 96 * n as u64, 256 << 20, 40 << 20];
-    check_streamed::<g1::Config>(&mut r, n, &caps, 24 << 20);
-    // G2, 192 bytes a point: 48 MiB.
+    let caps = [8 * 96 * n as u64, 150 << 20, 40 << 20];
+    check_streamed::<g1::Config>(&mut r, n, &caps, 40 << 20, 24 << 20);
+    // G2, 192 bytes a point: 48 MiB, just under the bases' bytes.
     let n = (1 << 18) + 3;
     let caps = [8 * 192 * n as u64, 72 << 20];
-    check_streamed::<g2::Config>(&mut r, n, &caps, 48 << 20);
+    check_streamed::<g2::Config>(&mut r, n, &caps, 48 << 20, 48 << 20);
 }
 
 /// Points from which an MSM runs in two parts (see `MsmConfig::split`).

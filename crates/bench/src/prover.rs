@@ -192,7 +192,8 @@ fn one(
             }
             return Ok(());
         }
-        let prover = Prover::new(pk)?;
+        let mem = cuzk_alloc::DeviceMemory::from_env(0)?;
+        let prover = Prover::with_memory(pk, mem.clone())?;
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
         let mut proofs = Vec::new();
         for _ in 0..3 {
@@ -248,12 +249,12 @@ fn one(
         if let Some(cap) = extra.batch {
             let pk = prover.proving_key().clone();
             drop(prover);
-            let prover = batch(rec, &name, n, pk, &witness, rng, cap)?;
+            let (prover, mem) = batch(rec, &name, n, pk, &witness, rng, cap)?;
             if extra.peer {
-                peer(rec, &name, n, prover, &job, &got, &verify)?;
+                peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
             }
         } else if extra.peer {
-            peer(rec, &name, n, prover, &job, &got, &verify)?;
+            peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
         }
     }
     Ok(())
@@ -292,7 +293,7 @@ fn host_peak_bytes() -> u64 {
 /// partition as a figure and the batch (throughput, GPU busy fraction,
 /// memory peaks); the first partition's proof is checked against a single
 /// prover's proof of the same job under the same budget, which is returned
-/// for what follows.
+/// with its memory for what follows.
 fn batch(
     rec: &mut Record,
     name: &str,
@@ -301,7 +302,7 @@ fn batch(
     witness: &cuzk_prover::Synthesized,
     rng: &mut rand_chacha::ChaCha20Rng,
     cap: Option<u64>,
-) -> Result<Prover> {
+) -> Result<(Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>)> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory};
     let budget = cap.map_or("whole card".to_string(), cuzk_alloc::fmt_bytes);
     step(format!(
@@ -358,7 +359,7 @@ fn batch(
     );
     rec.batches.push(b);
     drop(multi);
-    let single = Prover::with_memory(pk, mem)?;
+    let single = Prover::with_memory(pk, mem.clone())?;
     let want = single.prove_job(&jobs[0])?.0;
     rec.checks.values(
         LAYER,
@@ -368,7 +369,7 @@ fn batch(
         first.as_ref().expect("a batch of at least one"),
         &want,
     );
-    Ok(single)
+    Ok((single, mem))
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`
@@ -378,7 +379,7 @@ fn peer(
     rec: &mut Record,
     name: &str,
     n: usize,
-    prover: Prover,
+    prover: (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
     job: &ProofJob<'_>,
     ours: &Proof,
     verify: &dyn Fn(&mut Record, &str, &Proof) -> Result<()>,
@@ -393,7 +394,7 @@ fn peer(
     _: &mut Record,
     _: &str,
     _: usize,
-    _: Prover,
+    _: (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
     _: &ProofJob<'_>,
     _: &Proof,
     _: &dyn Fn(&mut Record, &str, &Proof) -> Result<()>,

@@ -24,7 +24,7 @@ impl Drop for Scratch {
 
 /// Writes `prover`'s key as supraseal-c2's parameter file (in the system's
 /// temporary directory, removed afterwards), drops `prover` (its device
-/// memory and host copies), proves `job` through supraseal-c2 once
+/// memory, trimmed from `mem`'s pools, and host copies), proves `job` through supraseal-c2 once
 /// (waiting for its parameter load) and then `reps` times, and records: a
 /// check of cuzk's proof `ours` against each of supraseal-c2's, the median
 /// time per proof, and the first proof with the load. Returns
@@ -35,7 +35,7 @@ pub(crate) fn compare(
     layer: &'static str,
     name: &str,
     n: usize,
-    prover: Prover,
+    (prover, mem): (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
     job: &ProofJob<'_>,
     ours: &Proof,
     reps: usize,
@@ -48,7 +48,11 @@ pub(crate) fn compare(
     let scratch = Scratch(path.clone());
     let h_points = prover.proving_key().h_query.len();
     let density = write_params(prover.proving_key(), &scratch.0).map_err(|e| anyhow!(e))?;
+    // supraseal-c2 allocates with plain cudaMalloc, which cannot use the
+    // bytes cuzk's pools keep cached: hand them back to the device.
     drop(prover);
+    mem.trim()?;
+    drop(mem);
     let abc = job.evaluations(false)?;
     let peer = Job {
         abc: [&abc[0], &abc[1], &abc[2]],

@@ -147,9 +147,16 @@ impl GpuMsm {
         if bases.is_empty() {
             return Ok(Projective::default());
         }
+        // Bases that do not fit the budget with the smallest plan beside
+        // them stream from host memory instead.
         match self.upload_bases(bases) {
-            Ok(fixed) => fixed.msm(scalars),
-            // Bases larger than the budget stream from host memory.
+            Ok(fixed) => match fixed.msm(scalars) {
+                Err(Error::OutOfMemory(_)) => {
+                    drop(fixed);
+                    self.msm_streamed(bases, scalars)
+                }
+                r => r,
+            },
             Err(Error::OutOfMemory(_)) => self.msm_streamed(bases, scalars),
             Err(e) => Err(e),
         }

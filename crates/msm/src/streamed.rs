@@ -12,16 +12,22 @@ use std::ops::Range;
 
 /// Points a chunk of a streamed MSM of `n` points of `point_bytes` bytes
 /// with `available` bytes of device memory: the largest `ceil(n / 2^j)`,
-/// rounded up to a multiple of [`MIN_CHUNK_POINTS`], whose two chunk
-/// buffers (the one in use and the next one arriving) take at most half of
-/// `available`; the other half is for the MSM's scalars and scratch, whose
-/// plan shrinks to what is left. At least [`MIN_CHUNK_POINTS`] (or `n` when
-/// smaller); `None` when even that does not fit.
+/// rounded up to a multiple of [`MIN_CHUNK_POINTS`], whose chunk buffers
+/// (two: the one in use and the next one arriving; one when a single chunk
+/// holds all n) take at most half of `available`; the other half is for
+/// the MSM's scalars and scratch, whose plan shrinks to what is left. At
+/// least [`MIN_CHUNK_POINTS`] (or `n` when smaller); `None` when even that
+/// does not fit.
 pub(crate) fn stream_chunk(n: usize, point_bytes: usize, available: u64) -> Option<usize> {
     if n == 0 {
         return Some(0);
     }
-    let fits = |c: usize| 4 * (c as u64) * (point_bytes as u64) <= available;
+    // One chunk needs one buffer; more need two (the one in use and the
+    // next one arriving). Either way as much again is left for the MSM.
+    let fits = |c: usize| {
+        let buffers = if c >= n { 1 } else { 2 };
+        2 * buffers * (c as u64) * (point_bytes as u64) <= available
+    };
     let mut parts = 1usize;
     loop {
         let c = n.div_ceil(parts).next_multiple_of(MIN_CHUNK_POINTS).min(n);
@@ -78,8 +84,8 @@ impl GpuMsm {
             )));
         }
         let n = scalars.len();
-        self.stream(&bases[..n], |chunk, at| {
-            self.run::<P>(chunk, at.len(), None, &scalars[at])
+        self.stream(&bases[..n], |g, chunk, at| {
+            g.run::<P>(chunk, at.len(), None, &scalars[at])
         })
     }
 
@@ -113,8 +119,8 @@ impl GpuMsm {
             )));
         }
         let first = range.start;
-        self.stream(&bases[..n], |chunk, at| {
-            self.run_device::<P>(
+        self.stream(&bases[..n], |g, chunk, at| {
+            g.run_device::<P>(
                 chunk,
                 at.len(),
                 None,
@@ -124,13 +130,13 @@ impl GpuMsm {
         })
     }
 
-    /// `bases` up in chunks (see [`GpuMsm::msm_streamed`]); `run(chunk,
-    /// range)` is the MSM of the points `range` of `bases`, which lie at
-    /// device address `chunk`. Sums the results.
+    /// `bases` up in chunks (see [`GpuMsm::msm_streamed`]); `run(engine,
+    /// chunk, range)` is the MSM, on `engine`, of the points `range` of
+    /// `bases`, which lie at device address `chunk`. Sums the results.
     fn stream<P: MsmCurve>(
         &self,
         bases: &[Affine<P>],
-        run: impl Fn(*const u8, Range<usize>) -> Result<Projective<P>>,
+        run: impl Fn(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
     ) -> Result<Projective<P>> {
         let n = bases.len();
         if n == 0 {
@@ -153,25 +159,42 @@ impl GpuMsm {
             .step_by(chunk)
             .map(|lo| lo..(lo + chunk).min(n))
             .collect();
-        // A chunk's points, on the copy stream (waits for the copy).
-        let upload = |r: &Range<usize>| -> Result<DeviceBuffer<u8>> {
-            let bytes = point_bytes(&bases[r.clone()]);
-            let mut d = e
-                .mem
-                .alloc::<u8>(bytes.len(), Strategy::Async, &e.copy_stream, None)?;
-            e.copies2.upload(&mut d, bytes)?;
+        // A chunk's buffer is taken on this thread, before the MSM that
+        // overlaps its copy chooses its plan, so that the plan sees the
+        // budget without it.
+        let alloc = |r: &Range<usize>| {
+            e.mem
+                .alloc::<u8>(r.len() * point, Strategy::Async, &e.copy_stream, None)
+        };
+        // A chunk's points into its buffer, on the copy stream (waits for
+        // the copy).
+        let copy = |mut d: DeviceBuffer<u8>, r: Range<usize>| -> Result<DeviceBuffer<u8>> {
+            e.copies2.upload(&mut d, point_bytes(&bases[r]))?;
             Ok(d)
         };
-        let upload = &upload;
-        let mut current = upload(&ranges[0])?;
+        let copy = &copy;
+        // Each chunk's MSM in one part: the two-part split would send its
+        // second part's scalars through the copy stream and staging
+        // buffers that the next chunk's copy is using.
+        let chunk_engine = GpuMsm {
+            e: self.e.clone(),
+            config: crate::MsmConfig {
+                split: false,
+                ..self.config
+            },
+        };
+        let mut current = copy(alloc(&ranges[0])?, ranges[0].clone())?;
         let mut total = Projective::<P>::default();
         for (i, r) in ranges.iter().enumerate() {
+            let next_buf = ranges.get(i + 1).map(alloc).transpose()?;
             let (sum, next) = std::thread::scope(|s| {
                 // The next chunk goes up while this one's MSM runs; its
-                // buffer is the one the previous MSM used, freed by now
-                // (each MSM waits for its kernels before it returns).
-                let next = ranges.get(i + 1).map(|nr| s.spawn(move || upload(nr)));
-                let sum = run(current.as_ptr(), r.clone());
+                // buffer is freed memory of the chunk before (each MSM
+                // waits for its kernels before it returns).
+                let next = next_buf
+                    .zip(ranges.get(i + 1))
+                    .map(|(b, nr)| s.spawn(move || copy(b, nr.clone())));
+                let sum = run(&chunk_engine, current.as_ptr(), r.clone());
                 let next = next.map(|h| {
                     h.join().unwrap_or_else(|_| {
                         Err(Error::Internal("a streamed chunk's upload panicked".into()))
@@ -197,8 +220,8 @@ mod tests {
     #[test]
     fn chunks_take_half_the_budget_in_two_buffers() {
         let n = 1 << 27;
-        // Everything fits: one chunk of all n points.
-        assert_eq!(stream_chunk(n, G1, 4 * (n * G1) as u64), Some(n));
+        // Everything fits: one chunk of all n points, one buffer.
+        assert_eq!(stream_chunk(n, G1, 2 * (n * G1) as u64), Some(n));
         // 16 GiB: chunks of n / 2^j with 4 chunk * 96 <= 16 GiB.
         let c = stream_chunk(n, G1, 16 << 30).expect("fits");
         assert!(4 * (c * G1) as u64 <= 16 << 30);
@@ -214,9 +237,10 @@ mod tests {
         let min = stream_min_bytes(G1);
         assert_eq!(stream_chunk(1 << 24, G1, min), Some(MIN_CHUNK_POINTS));
         assert_eq!(stream_chunk(1 << 24, G1, min - 1), None);
-        // Fewer points than a minimal chunk: one chunk of all of them.
-        assert_eq!(stream_chunk(1000, G1, 4 * 1000 * G1 as u64), Some(1000));
-        assert_eq!(stream_chunk(1000, G1, 100), None);
+        // Fewer points than a minimal chunk: one chunk of all of them, in
+        // one buffer.
+        assert_eq!(stream_chunk(1000, G1, 2 * 1000 * G1 as u64), Some(1000));
+        assert_eq!(stream_chunk(1000, G1, 2 * 1000 * G1 as u64 - 1), None);
         assert_eq!(stream_chunk(0, G1, 0), Some(0));
     }
 }

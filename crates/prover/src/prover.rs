@@ -19,6 +19,9 @@ use std::time::Instant;
 struct Gpu {
     ntt: GpuNtt,
     msm: GpuMsm,
+    /// `msm` without witness-shaped classification, for H's MSM (its
+    /// coefficients are uniform).
+    dense: GpuMsm,
 }
 
 /// A proof after its CPU stage (the checks and the evaluations `A z`,
@@ -154,8 +157,9 @@ impl Prover {
             })?),
             None => None,
         };
-        // Residency, largest query first: resident while the budget keeps
-        // room for a proof's working set beside it, else streamed.
+        // Residency, in the order H, L, A, B G1, B G2 (the sizes counted
+        // before compaction): resident while the budget keeps room for a
+        // proof's working set beside it, else streamed.
         let reserve = match &gpu {
             Some((ntt, _)) => {
                 let log_n = (pk.h_query.len() as u64 + 1)
@@ -183,7 +187,9 @@ impl Prover {
         let b_g1 = Query::placed(&pk.b_g1_query[1..], m.zip(place(m, nv - 1, 96)?))?;
         let b_g2 = Query::placed(&pk.b_g2_query[1..], m.zip(place(m, nv - 1, 192)?))?;
         let prover = Prover {
-            gpu: gpu.map(|(ntt, msm)| Gpu { ntt, msm }),
+            gpu: gpu
+                .zip(dense)
+                .map(|((ntt, msm), dense)| Gpu { ntt, msm, dense }),
             pk,
             a,
             b_g1,
@@ -220,7 +226,8 @@ impl Prover {
     }
 
     /// Bytes of the key's bases that cross PCIe in each proof (the
-    /// streamed queries', compacted; 0 when the key is resident).
+    /// streamed queries', compacted, B in G1 included although a proof with
+    /// r = 0 skips it; 0 when the key is resident).
     fn streamed_bytes(&self) -> u64 {
         let pk = &self.pk;
         let nv = pk.a_query.len();
@@ -249,12 +256,12 @@ impl Prover {
     /// CUDA errors and [`Error::OutOfMemory`] when even a query's plain
     /// bases cannot be uploaded again; the prover is dropped then.
     pub fn with_precomputed_bases(mut self) -> Result<(Self, usize)> {
-        let Some(gpu) = self.gpu.as_ref().map(|g| g.msm.clone()) else {
+        let Some((gpu, dense)) = self.gpu.as_ref().map(|g| (g.msm.clone(), g.dense.clone())) else {
             return Ok((self, 0));
         };
         let pk = &self.pk;
         let mut n = 0;
-        n += usize::from(self.h.precompute(&pk.h_query, &gpu)?);
+        n += usize::from(self.h.precompute(&pk.h_query, &dense)?);
         n += usize::from(self.l.precompute(&pk.l_query, &gpu)?);
         n += usize::from(self.a.precompute(&pk.a_query[1..], &gpu)?);
         n += usize::from(self.b_g1.precompute(&pk.b_g1_query[1..], &gpu)?);

@@ -8,6 +8,7 @@ use ark_ec::AffineRepr;
 use ark_ff::AdditiveGroup;
 use cuzk_alloc::{DeviceBuffer, PageLock};
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Skip identity bases in an MSM when at least this fraction (1/8) of them
 /// are the identity (variables whose QAP polynomial is zero).
@@ -21,7 +22,7 @@ pub(crate) struct Query<P: MsmCurve> {
     /// Page-locks the host bases of a streamed query (declared first, so it
     /// is dropped before `host`; the key's own slices outlive the prover's
     /// queries, see [`crate::Prover`]).
-    lock: Option<PageLock>,
+    lock: Option<Arc<PageLock>>,
     /// Indices of the non-identity bases, when compacted.
     keep: Option<Vec<u32>>,
     /// The compacted bases on the host (CPU path or streamed, when
@@ -43,26 +44,40 @@ pub(crate) enum Residency {
     Streamed,
 }
 
-/// Page-locks `bases` for DMA, unless they are already page-locked (the
-/// same key streamed by another GPU's prover): `None` then.
-fn page_lock<P: MsmCurve>(bases: &[Affine<P>]) -> Result<Option<PageLock>> {
+/// Page-locked host ranges of this process's provers (address, bytes),
+/// shared: the provers of several GPUs stream one key, and the range stays
+/// locked until the last of them drops it.
+static PAGE_LOCKS: Mutex<Vec<(usize, usize, Weak<PageLock>)>> = Mutex::new(Vec::new());
+
+/// Page-locks `bases` for DMA, or shares the lock another prover holds on
+/// the same range; `None` when the memory was page-locked by someone else
+/// (the caller's own pinned buffer).
+fn page_lock<P: MsmCurve>(bases: &[Affine<P>]) -> Result<Option<Arc<PageLock>>> {
     // SAFETY: arkworks' BLS12-381 affine points are plain coordinates
     // (layout asserted in cuzk-field); the bytes are only read.
     let bytes = unsafe {
         std::slice::from_raw_parts(bases.as_ptr().cast::<u8>(), std::mem::size_of_val(bases))
     };
+    let key = (bytes.as_ptr() as usize, bytes.len());
+    let mut locks = PAGE_LOCKS.lock().unwrap_or_else(|p| p.into_inner());
+    locks.retain(|(_, _, w)| w.strong_count() > 0);
+    if let Some(lock) = locks
+        .iter()
+        .find(|(p, n, _)| (*p, *n) == key)
+        .and_then(|(_, _, w)| w.upgrade())
+    {
+        return Ok(Some(lock));
+    }
     if cuzk_alloc::is_page_locked(bytes)? {
         return Ok(None);
     }
-    // SAFETY: `bases` is the key's own query (held by the prover's `Arc`
-    // for at least as long as the query) or the query's own compacted
-    // vector, which is never resized and is dropped after the lock.
-    match unsafe { PageLock::new(bytes) } {
-        Ok(lock) => Ok(Some(lock)),
-        // Another GPU's prover locked the same key in between.
-        Err(_) if cuzk_alloc::is_page_locked(bytes)? => Ok(None),
-        Err(e) => Err(e),
-    }
+    // SAFETY: `bases` is the key's own query (every prover holding this
+    // lock holds the key's `Arc` and drops its queries first) or a query's
+    // own compacted vector, which is never resized and is dropped after
+    // the lock.
+    let lock = Arc::new(unsafe { PageLock::new(bytes) }?);
+    locks.push((key.0, key.1, Arc::downgrade(&lock)));
+    Ok(Some(lock))
 }
 
 /// The bases at indices `keep` (a compacted query).
