@@ -184,7 +184,21 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
             "--bin",
             "cuzk-bench",
             "--features",
-            "cuzk-bench/sppark,cuzk-bench/supraseal",
+            "cuzk-bench/sppark",
+        ],
+        &nvcc,
+        &args.archs,
+    )?;
+    // supraseal-c2, the bench's whole-prover peer, in a process of its own.
+    let supraseal = build_executables(
+        &[
+            "build",
+            "-p",
+            "cuzk-supraseal-peer",
+            "--bin",
+            "cuzk-supraseal",
+            "--features",
+            "cuzk-supraseal-peer/gpu",
         ],
         &nvcc,
         &args.archs,
@@ -230,7 +244,12 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
         copy_stripped(exe, &out.join("benches").join(short))?;
     }
-    for (exe, _) in bins.iter().chain(&daemon).chain(&examples) {
+    for (exe, _) in bins
+        .iter()
+        .chain(&supraseal)
+        .chain(&daemon)
+        .chain(&examples)
+    {
         copy_stripped(exe, &out.join("bin").join(exe.file_name().unwrap()))?;
     }
     for (name, text) in [

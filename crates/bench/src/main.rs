@@ -17,7 +17,6 @@ mod plot;
 mod progress;
 mod prover;
 mod report;
-#[cfg(feature = "supraseal")]
 mod supraseal;
 mod tables;
 mod timing;

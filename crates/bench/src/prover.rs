@@ -2,8 +2,9 @@
 //! PoRep-shaped) and of a real circuit (the SHA-256 chain, set up by
 //! ark-groth16) on the GPU (with each stage's time) and through the CPU
 //! path; the GPU proof is checked against the CPU path's proof for the same
-//! randomness, real proofs against ark-groth16's verifier, and, with the
-//! `supraseal` feature, against supraseal-c2's proof of the same inputs.
+//! randomness, real proofs against ark-groth16's verifier, and
+//! PoRep-shaped and real proofs against supraseal-c2's proof of the same
+//! inputs (the `cuzk-supraseal` process, when it was built).
 
 use crate::cli::Run;
 use crate::progress::step;
@@ -373,8 +374,7 @@ fn batch(
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`
-/// and the verifier (with the `supraseal` feature; else nothing).
-#[cfg(feature = "supraseal")]
+/// and the verifier.
 fn peer(
     rec: &mut Record,
     name: &str,
@@ -386,21 +386,10 @@ fn peer(
 ) -> Result<()> {
     let k = n.next_power_of_two().trailing_zeros();
     let theirs = crate::supraseal::compare(rec, LAYER, name, n, prover, job, ours, peer_reps(k))?;
-    verify(rec, crate::supraseal::SUPRASEAL, &theirs)
-}
-
-#[cfg(not(feature = "supraseal"))]
-fn peer(
-    _: &mut Record,
-    _: &str,
-    _: usize,
-    _: (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
-    _: &ProofJob<'_>,
-    _: &Proof,
-    _: &dyn Fn(&mut Record, &str, &Proof) -> Result<()>,
-) -> Result<()> {
-    let _ = peer_reps;
-    Ok(())
+    match theirs {
+        Some(p) => verify(rec, crate::supraseal::SUPRASEAL, &p),
+        None => Ok(()),
+    }
 }
 
 /// A synthetic circuit filling 2^k constraints (circuit seed `seed`) and a

@@ -9,12 +9,15 @@
 //! - [`prove`] (feature `gpu`, which builds supraseal-c2 and needs nvcc):
 //!   the loaded parameters and proofs through them.
 //! - `proof`: supraseal-c2's proof layout read as arkworks points.
+//! - [`request`]: the files between the benchmark and the `cuzk-supraseal`
+//!   process, in which supraseal-c2 runs.
 
 pub mod params;
 #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
 mod proof;
 #[cfg(feature = "gpu")]
 pub mod prove;
+pub mod request;
 
 pub use params::{write_params, Density};
 #[cfg(feature = "gpu")]
