@@ -26,7 +26,8 @@ BIN=${BIN:-./bin}
 ADDR="http://127.0.0.1:$PORT"
 mkdir -p "$OUT"
 DATA=$(mktemp -d)
-trap 'kill -9 "${DAEMON:-0}" 2>/dev/null; rm -rf "$DATA"' EXIT
+trap '[ -n "${DAEMON:-}" ] && kill -9 "$DAEMON" 2>/dev/null; rm -rf "$DATA"' EXIT
+FAILED=
 fail() { echo "daemon-check: FAILED: $*" | tee -a "$OUT/summary.txt"; exit 1; }
 say() { echo "daemon-check: $*" | tee -a "$OUT/summary.txt"; }
 now() { date +%s.%N; }
@@ -89,6 +90,10 @@ say "daemon: $JOBS jobs in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b
 if [ -n "${PROVER_RATE:-}" ]; then
     RATIO=$(awk -v d="$DAEMON_RATE" -v p="$PROVER_RATE" 'BEGIN { printf "%.3f", d / p }')
     say "daemon / prover throughput: $RATIO (at least 0.95 asked)"
+    if awk -v r="$RATIO" 'BEGIN { exit !(r < 0.95) }'; then
+        FAILED="throughput below 0.95 of the prover's"
+        say "FAILED: $FAILED (the other checks go on)"
+    fi
 fi
 "$BIN/cuzk" --addr "$ADDR" status > "$OUT/status-after-batch.txt" 2>&1
 
@@ -114,4 +119,5 @@ wait "$DAEMON"; code=$?
 AFTER=$(gpu_mib)
 say "SIGTERM: exit status $code; GPU memory in use $BASELINE MiB before, $AFTER MiB after"
 [ $((AFTER - BASELINE)) -le 64 ] || fail "device memory did not return to its baseline"
+[ -z "$FAILED" ] || fail "$FAILED"
 say "all checks passed"

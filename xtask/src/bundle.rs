@@ -26,8 +26,10 @@ pub(crate) struct Args {
     out: Option<PathBuf>,
 }
 
-/// Builds with `cargo <args> --message-format=json` and returns the paths of
-/// the executables it produced.
+/// Builds with `cargo <args> --message-format=json` (with cuzk's CUDA
+/// feature, `cuzk-field/cuda`, unless `args` builds the supraseal peer,
+/// which does not depend on cuzk-field) and returns the paths of the
+/// executables it produced.
 fn build_executables(
     args: &[&str],
     nvcc: &Path,
@@ -39,19 +41,18 @@ fn build_executables(
     if args[0] != "bench" {
         cmd.arg("--release");
     }
-    cmd.args([
-        "--features",
-        "cuzk-field/cuda",
-        "--message-format=json-render-diagnostics",
-    ])
-    .env("NVCC", nvcc)
-    // sppark's build script (the bench's peer) links a probe with nvcc,
-    // which needs the toolkit's libcudart on the linker's search path.
-    .env("LIBRARY_PATH", library_path(nvcc))
-    // supraseal-c2's build script (the bench's other peer) runs nvcc
-    // through the cc crate, which looks for it on PATH.
-    .env("PATH", search_path(nvcc))
-    .stdout(Stdio::piped());
+    if !args.contains(&"cuzk-supraseal-peer") {
+        cmd.args(["--features", "cuzk-field/cuda"]);
+    }
+    cmd.arg("--message-format=json-render-diagnostics")
+        .env("NVCC", nvcc)
+        // sppark's build script (the bench's peer) links a probe with nvcc,
+        // which needs the toolkit's libcudart on the linker's search path.
+        .env("LIBRARY_PATH", library_path(nvcc))
+        // supraseal-c2's build script (the bench's other peer) runs nvcc
+        // through the cc crate, which looks for it on PATH.
+        .env("PATH", search_path(nvcc))
+        .stdout(Stdio::piped());
     if let Some(a) = archs {
         cmd.env("CUZK_CUDA_ARCHS", a);
     }

@@ -136,6 +136,11 @@ fn steps(layer: &str, size: Size) -> u64 {
                         prover::SHA_LOGS[2],
                     )
                     .len()
+                + if size == Size::Full {
+                    prover::BATCH_ROWS
+                } else {
+                    0
+                }
         }
         _ => 0,
     };

@@ -60,6 +60,9 @@ const CARD_16_GIB: u64 = 16 << 30;
 /// BENCHMARKS.md).
 const BATCHES: [(u32, bool, Option<u64>); 2] = [(24, false, None), (26, true, Some(CARD_16_GIB))];
 
+/// Batch rows in a `--full` run (progress steps).
+pub(crate) const BATCH_ROWS: usize = BATCHES.len();
+
 /// What a row checks beyond the CPU path.
 #[derive(Default)]
 struct Extra<'a> {
@@ -194,7 +197,9 @@ fn one(
             return Ok(());
         }
         let mem = cuzk_alloc::DeviceMemory::from_env(0)?;
-        let prover = Prover::with_memory(pk, mem.clone())?;
+        // One copy of the key in host memory for every prover below.
+        let pk = std::sync::Arc::new(pk);
+        let prover = Prover::with_shared_key(pk.clone(), mem.clone())?;
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
         let mut proofs = Vec::new();
         for _ in 0..3 {
@@ -248,13 +253,12 @@ fn one(
             );
         }
         if let Some(cap) = extra.batch {
-            let pk = prover.proving_key().clone();
-            drop(prover);
-            let (prover, mem) = batch(rec, &name, n, pk, &witness, rng, cap)?;
-            if extra.peer {
-                peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
-            }
-        } else if extra.peer {
+            batch(rec, &name, (pk.clone(), &witness), (&job, &got), rng, cap)?;
+        }
+        // The prover (with `mem`) holds the only other reference to the key:
+        // the peer drops both before supraseal-c2 loads its own copy.
+        drop(pk);
+        if extra.peer {
             peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
         }
     }
@@ -287,24 +291,32 @@ fn host_peak_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// [`BATCH_PARTITIONS`] partitions of `witness` (each with its own r and
-/// s) proved by `MultiGpuProver` with [`BATCH_WORKERS`] workers on GPU 0
-/// under a budget capped at `cap` (`None`: the whole card, less the
-/// default margin), after one warm-up proof: records the time per
-/// partition as a figure and the batch (throughput, GPU busy fraction,
-/// memory peaks); the first partition's proof is checked against a single
-/// prover's proof of the same job under the same budget, which is returned
-/// with its memory for what follows.
+/// Starts a fresh peak of this process's resident set (Linux: writing 5
+/// to /proc/self/clear_refs resets VmHWM); ignored where it fails.
+fn reset_host_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// [`BATCH_PARTITIONS`] partitions of `witness` proved by `MultiGpuProver`
+/// with [`BATCH_WORKERS`] workers on GPU 0 under a budget capped at `cap`
+/// (`None`: the whole card, less the default margin), after one warm-up
+/// proof; partition 0 takes `job`'s r and s, the others their own. Records
+/// the time per partition as a figure and the batch (throughput, GPU busy
+/// fraction, memory peaks), and checks partition 0's proof against `ours`
+/// (the whole-card prover's proof of `job`).
 fn batch(
     rec: &mut Record,
     name: &str,
-    n: usize,
-    pk: cuzk_prover::ProvingKey,
-    witness: &cuzk_prover::Synthesized,
+    (pk, witness): (
+        std::sync::Arc<cuzk_prover::ProvingKey>,
+        &cuzk_prover::Synthesized,
+    ),
+    (job, ours): (&ProofJob<'_>, &Proof),
     rng: &mut rand_chacha::ChaCha20Rng,
     cap: Option<u64>,
-) -> Result<(Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>)> {
+) -> Result<()> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory};
+    let n = job.matrices.num_constraints;
     let budget = cap.map_or("whole card".to_string(), cuzk_alloc::fmt_bytes);
     step(format!(
         "bench prover: {name}: batch of {BATCH_PARTITIONS}, {BATCH_WORKERS} workers, {budget}"
@@ -317,17 +329,15 @@ fn batch(
         },
         u64::MAX,
     )?;
-    let multi = cuzk_prover::MultiGpuProver::with_memories(
-        pk.clone(),
-        std::slice::from_ref(&mem),
-        BATCH_WORKERS,
-    )?;
-    let rs: Vec<(Fr, Fr)> = (0..BATCH_PARTITIONS)
-        .map(|_| (Fr::rand(rng), Fr::rand(rng)))
+    let multi =
+        cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?;
+    let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
+        .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
         .collect();
     let jobs: Vec<ProofJob<'_>> = rs.iter().map(|&(r, s)| witness.job(r, s)).collect();
     // A warm-up proof: tables, pools and the first use of the key.
     multi.prove_on(0, &jobs[0])?;
+    reset_host_peak();
     let t0 = std::time::Instant::now();
     let out = multi.prove_batch(&jobs, None)?;
     let t1 = std::time::Instant::now();
@@ -359,18 +369,19 @@ fn batch(
         "wall per partition, batch",
     );
     rec.batches.push(b);
+    if let Some(p) = &first {
+        rec.checks.values(
+            LAYER,
+            format!("{name}: batch partition 0 ({budget})"),
+            "cuzk prover, GPU (whole card)",
+            n,
+            p,
+            ours,
+        );
+    }
     drop(multi);
-    let single = Prover::with_memory(pk, mem.clone())?;
-    let want = single.prove_job(&jobs[0])?.0;
-    rec.checks.values(
-        LAYER,
-        format!("{name}: batch partition 0 ({budget})"),
-        "cuzk prover, GPU",
-        n,
-        first.as_ref().expect("a batch of at least one"),
-        &want,
-    );
-    Ok((single, mem))
+    mem.trim()?;
+    Ok(())
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`

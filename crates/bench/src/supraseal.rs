@@ -4,10 +4,10 @@
 //! (crates/supraseal-peer); its proof checked against cuzk's and its time
 //! per proof beside cuzk's.
 
-use crate::progress::step;
+use crate::progress::{self, step};
 use crate::report::Record;
 use crate::timing::median;
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use cuzk_prover::{Proof, ProofJob, Prover};
 use cuzk_supraseal_peer::request::{Request, Response};
 use cuzk_supraseal_peer::write_params;
@@ -34,41 +34,102 @@ fn peer_exe() -> Option<std::path::PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// Longest wait for the `cuzk-supraseal` process.
+const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
+
 /// Writes `prover`'s key as supraseal-c2's parameter file (in the system's
-/// temporary directory, removed afterwards), drops `prover` (its device
-/// memory, trimmed from `mem`'s pools, and host copies), and has the
-/// `cuzk-supraseal` process prove `job` once (waiting for its parameter
-/// load) and then `reps` times. Records a check of cuzk's proof `ours`
-/// against each of supraseal-c2's (skipped, with the reason, when the
-/// process is missing or fails: that is no verdict on cuzk), the median
-/// time per proof, and the load with the first proof. Returns
-/// supraseal-c2's proof when it ran.
+/// temporary directory, removed afterwards, as are files that an earlier,
+/// killed run left), drops `prover` (its device memory, trimmed from
+/// `mem`'s pools, and host copies), and has the `cuzk-supraseal` process
+/// prove `job` once (waiting for its parameter load) and then `reps`
+/// times. Records a check of cuzk's proof `ours` against each of
+/// supraseal-c2's (skipped, with the reason, when the peer cannot run:
+/// missing, failing, out of disk, past [`PEER_TIMEOUT`]; that is no verdict
+/// on cuzk), the median time per proof, and the load with the first proof.
+/// Returns supraseal-c2's proof when it ran.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compare(
     rec: &mut Record,
     layer: &'static str,
     name: &str,
     n: usize,
-    (prover, mem): (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
+    prover: (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
     job: &ProofJob<'_>,
     ours: &Proof,
     reps: usize,
 ) -> Result<Option<Proof>> {
     let what = format!("{name}: cuzk prover, GPU");
+    match run_peer(layer, name, n, prover, job, reps) {
+        Ok(resp) => {
+            // Every proof is checked: the first that differs from cuzk's,
+            // else the first.
+            let Some(theirs) = resp
+                .proofs
+                .iter()
+                .find(|p| *p != ours)
+                .or(resp.proofs.first())
+                .cloned()
+            else {
+                rec.checks.skip(
+                    layer,
+                    what,
+                    SUPRASEAL,
+                    n,
+                    "cuzk-supraseal answered no proof",
+                );
+                return Ok(None);
+            };
+            rec.checks.values(layer, what, SUPRASEAL, n, ours, &theirs);
+            if !resp.times_ms.is_empty() {
+                rec.figure(
+                    layer,
+                    name,
+                    "supraseal-c2 0.1.2 (GPU and host cores)",
+                    n,
+                    median(resp.times_ms),
+                    "wall, host to host",
+                );
+            }
+            rec.figure(
+                layer,
+                name,
+                "supraseal-c2 0.1.2: parameter load + first proof",
+                n,
+                resp.load_and_first_ms,
+                "wall, once",
+            );
+            Ok(Some(theirs))
+        }
+        Err(why) => {
+            progress::say(format!(
+                "cuzk-bench: {name}: {SUPRASEAL} did not run: {why}"
+            ));
+            rec.checks.skip(layer, what, SUPRASEAL, n, why);
+            Ok(None)
+        }
+    }
+}
+
+/// The peer's run (see [`compare`]): its response, or why there is none.
+fn run_peer(
+    layer: &'static str,
+    name: &str,
+    n: usize,
+    (prover, mem): (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
+    job: &ProofJob<'_>,
+    reps: usize,
+) -> std::result::Result<Response, String> {
     let Some(exe) = peer_exe() else {
-        rec.checks.skip(
-            layer,
-            what,
-            SUPRASEAL,
-            n,
+        return Err(
             "cuzk-supraseal is not beside cuzk-bench (cargo build --release -p \
-             cuzk-supraseal-peer --features gpu)",
+                    cuzk-supraseal-peer --features gpu)"
+                .into(),
         );
-        return Ok(None);
     };
     step(format!("bench {layer}: {name}: {SUPRASEAL}"));
     let tmp = std::env::temp_dir();
-    let stem = format!("cuzk-bench-supraseal-{}-{n}", std::process::id());
+    remove_stale(&tmp);
+    let stem = format!("{STEM}{}-{n}", std::process::id());
     let scratch = Scratch(
         ["params", "request", "response"]
             .iter()
@@ -77,72 +138,73 @@ pub(crate) fn compare(
     );
     let (params, request, response) = (&scratch.0[0], &scratch.0[1], &scratch.0[2]);
     let h_points = prover.proving_key().h_query.len() as u64;
-    let density = write_params(prover.proving_key(), params).map_err(|e| anyhow!(e))?;
+    let density = write_params(prover.proving_key(), params)?;
     // supraseal-c2 allocates with plain cudaMalloc, which cannot use the
     // bytes cuzk's pools keep cached: hand them back to the device.
     drop(prover);
-    mem.trim()?;
+    mem.trim()
+        .map_err(|e| format!("trimming cuzk's pools: {e}"))?;
     drop(mem);
     Request {
         params: params.clone(),
         density,
         h_points,
-        abc: job.evaluations(false)?,
+        abc: job
+            .evaluations(false)
+            .map_err(|e| format!("evaluations: {e}"))?,
         assignment: job.full_assignment.to_vec(),
         r: job.r,
         s: job.s,
         reps: reps as u32,
     }
-    .write(request)
-    .map_err(|e| anyhow!(e))?;
-    let out = std::process::Command::new(&exe)
+    .write(request)?;
+    let mut child = std::process::Command::new(&exe)
         .arg(request)
         .arg(response)
-        .output()
-        .map_err(|e| anyhow!("running {}: {e}", exe.display()))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let tail: String = err.lines().rev().take(3).collect::<Vec<_>>().join(" / ");
-        rec.checks.skip(
-            layer,
-            what,
-            SUPRASEAL,
-            n,
-            format!("cuzk-supraseal failed ({}): {tail}", out.status),
-        );
-        return Ok(None);
-    }
-    let resp = Response::read(response).map_err(|e| anyhow!(e))?;
-    drop(scratch);
-    // Every proof is checked: the first that differs from cuzk's, else the
-    // first.
-    let Some(theirs) = resp
-        .proofs
-        .iter()
-        .find(|p| *p != ours)
-        .or(resp.proofs.first())
-        .cloned()
-    else {
-        return Err(anyhow!("cuzk-supraseal answered without a proof"));
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running {}: {e}", exe.display()))?;
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > PEER_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "cuzk-supraseal ran past {} s and was killed",
+                    PEER_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            Err(e) => return Err(format!("waiting for cuzk-supraseal: {e}")),
+        }
     };
-    rec.checks.values(layer, what, SUPRASEAL, n, ours, &theirs);
-    if !resp.times_ms.is_empty() {
-        rec.figure(
-            layer,
-            name,
-            "supraseal-c2 0.1.2 (GPU and host cores)",
-            n,
-            median(resp.times_ms),
-            "wall, host to host",
-        );
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        let lines: Vec<&str> = err.lines().collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
+        return Err(format!("cuzk-supraseal failed ({status}): {tail}"));
     }
-    rec.figure(
-        layer,
-        name,
-        "supraseal-c2 0.1.2: parameter load + first proof",
-        n,
-        resp.load_and_first_ms,
-        "wall, once",
-    );
-    Ok(Some(theirs))
+    Response::read(response)
+}
+
+/// The stem of the peer's scratch files in the temporary directory.
+const STEM: &str = "cuzk-bench-supraseal-";
+
+/// Removes scratch files of earlier runs that were killed before they
+/// could (tens of GB at 2^26).
+fn remove_stale(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(STEM) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }

@@ -220,14 +220,15 @@ impl MultiGpuProver {
 
     /// A prover on the device of each of `memories` (one per device: the
     /// workers of a device share its budget), `gpu_workers_per_device`
-    /// workers each. Uploads the key once a device (keys are built on all
-    /// devices at once).
+    /// workers each. The key (owned, or an `Arc` shared with the caller) is
+    /// held once in host memory; its resident queries are uploaded once a
+    /// device (on all devices at once).
     ///
     /// # Errors
     /// As [`MultiGpuProver::new`] ([`Error::InvalidArgument`] also for two
     /// memories of one device).
     pub fn with_memories(
-        pk: ProvingKey,
+        pk: impl Into<Arc<ProvingKey>>,
         memories: &[Arc<DeviceMemory>],
         gpu_workers_per_device: usize,
     ) -> Result<Self> {
@@ -235,7 +236,7 @@ impl MultiGpuProver {
         let devices: Vec<i32> = memories.iter().map(|m| m.device()).collect();
         check_devices(&devices)?;
         // One key in host memory for every GPU's prover.
-        let pk = Arc::new(pk);
+        let pk: Arc<ProvingKey> = pk.into();
         let provers: Vec<Result<Prover>> = std::thread::scope(|scope| {
             let handles: Vec<_> = memories
                 .iter()
