@@ -725,7 +725,6 @@ fn gpu_witness_shaped_large() {
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_msm_shrinks_to_the_budget() {
-    use cuzk_alloc::{BudgetConfig, DeviceMemory};
     if gpu().is_none() {
         return;
     }
@@ -741,21 +740,7 @@ fn gpu_msm_shrinks_to_the_budget() {
     };
     let full = cuzk_msm::scratch_bytes_estimate::<g1::Config>(n, &dense).unwrap();
     let bases = 96 * n as u64;
-    let engine = |cap: u64, config: MsmConfig| {
-        let mem = DeviceMemory::new(
-            0,
-            BudgetConfig {
-                margin_bytes: 0,
-                cap_bytes: Some(cap),
-            },
-            u64::MAX,
-        )
-        .unwrap();
-        GpuMsm::with_memory(mem)
-            .unwrap()
-            .with_config(config)
-            .unwrap()
-    };
+    let engine = |cap: u64, config: MsmConfig| capped(cap).with_config(config).unwrap();
     for room in [full / 2, full / 8, full / 32, 48 << 20] {
         // Bases, the scalars of a chunk (at most all of them) and the room.
         let cap = bases + 32 * n as u64 + room;

@@ -510,6 +510,20 @@ fn gpu_injected_failures() {
     mem.check_all_returned().unwrap();
 }
 
+/// The memory of GPU `dev` with a budget capped at `cap` bytes, `margin`
+/// kept free.
+fn capped_memory(dev: i32, margin: u64, cap: u64) -> std::sync::Arc<DeviceMemory> {
+    DeviceMemory::new(
+        dev,
+        BudgetConfig {
+            margin_bytes: margin,
+            cap_bytes: Some(cap),
+        },
+        u64::MAX,
+    )
+    .unwrap()
+}
+
 /// One GPU test at a time in this file: the injected-failure test compares
 /// the device's free memory before and after, which other tests' buffers
 /// would move.
@@ -685,15 +699,7 @@ fn two_workers_under_cap() {
         (probe.budget().claimed_bytes(), p.working_set_bytes())
     };
     let cap = margin + key_bytes + working_set + working_set / 2;
-    let mem = DeviceMemory::new(
-        dev,
-        BudgetConfig {
-            margin_bytes: margin,
-            cap_bytes: Some(cap),
-        },
-        u64::MAX,
-    )
-    .unwrap();
+    let mem = capped_memory(dev, margin, cap);
     let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
     assert_eq!(
         multi.concurrent_proofs(0),
@@ -891,15 +897,7 @@ fn gpu_streamed_key_matches_cpu() {
         let cpu = Prover::cpu(pk.clone()).unwrap();
         for (extra, all) in [(key_bytes / 2, false), (1 << 20, true)] {
             let cap = margin + working_set + extra;
-            let mem = DeviceMemory::new(
-                dev,
-                BudgetConfig {
-                    margin_bytes: margin,
-                    cap_bytes: Some(cap),
-                },
-                u64::MAX,
-            )
-            .unwrap();
+            let mem = capped_memory(dev, margin, cap);
             let p = Prover::with_memory(pk.clone(), mem.clone()).unwrap();
             let streamed = p.streamed_queries();
             if all {

@@ -16,6 +16,20 @@ pub(crate) fn check(s: sys::cuzk_status) -> Result<()> {
     Error::from_status(s.code, s.cuda_error, &s.message)
 }
 
+/// Checks that `range` lies within the device buffer `scalars`.
+pub(crate) fn check_range(
+    scalars: &DeviceBuffer<Fr>,
+    range: &std::ops::Range<usize>,
+) -> Result<()> {
+    if range.end > scalars.len() || range.start > range.end {
+        return Err(Error::InvalidArgument(format!(
+            "scalars {range:?} of a device buffer of {}",
+            scalars.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks an MSM's shapes: as many scalars as bases.
 pub(crate) fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
     if bases != scalars {
@@ -407,12 +421,7 @@ impl GpuMsm {
         scalars: &DeviceBuffer<Fr>,
         range: std::ops::Range<usize>,
     ) -> Result<Projective<P>> {
-        if range.end > scalars.len() || range.start > range.end {
-            return Err(Error::InvalidArgument(format!(
-                "scalars {range:?} of a device buffer of {}",
-                scalars.len()
-            )));
-        }
+        check_range(scalars, &range)?;
         let n = range.len();
         if n == 0 {
             return Ok(Projective::default());

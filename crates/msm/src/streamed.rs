@@ -3,7 +3,7 @@
 //! 16 GiB card): the copy of chunk i + 1 overlaps the MSM of chunk i, and
 //! the chunks' sums are added.
 
-use crate::engine::{point_bytes, GpuMsm};
+use crate::engine::{check_range, point_bytes, GpuMsm};
 use crate::plan::MIN_CHUNK_POINTS;
 use crate::{Error, Fr, MsmCurve, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
@@ -105,12 +105,7 @@ impl GpuMsm {
         scalars: &DeviceBuffer<Fr>,
         range: Range<usize>,
     ) -> Result<Projective<P>> {
-        if range.end > scalars.len() || range.start > range.end {
-            return Err(Error::InvalidArgument(format!(
-                "scalars {range:?} of a device buffer of {}",
-                scalars.len()
-            )));
-        }
+        check_range(scalars, &range)?;
         let n = range.len();
         if n > bases.len() {
             return Err(Error::InvalidArgument(format!(
