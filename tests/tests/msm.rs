@@ -885,10 +885,11 @@ fn gpu_streamed_msm_equals_blst() {
     let n = (1 << 20) + 12345;
     let caps = [8 * 96 * n as u64, 150 << 20, 40 << 20];
     check_streamed::<g1::Config>(&mut r, n, &caps, 40 << 20, 24 << 20);
-    // G2, 192 bytes a point: 48 MiB, just under the bases' bytes.
-    let n = (1 << 18) + 3;
-    let caps = [8 * 192 * n as u64, 72 << 20];
-    check_streamed::<g2::Config>(&mut r, n, &caps, 48 << 20, 48 << 20);
+    // G2, 192 bytes a point: the floor is 48 MiB; the bases take 96 MiB,
+    // and 72 MiB leaves room for an MSM beside two minimal chunks.
+    let n = (1 << 19) + 3;
+    let caps = [8 * 192 * n as u64, 120 << 20, 72 << 20];
+    check_streamed::<g2::Config>(&mut r, n, &caps, 72 << 20, 48 << 20);
 }
 
 /// Points from which an MSM runs in two parts (see `MsmConfig::split`).
