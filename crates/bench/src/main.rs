@@ -64,8 +64,12 @@ fn main() -> Result<()> {
         batches: Vec::new(),
         checks: Checks::new(run.seed, args.inject_mismatch.clone()),
     };
-    for layer in &layers {
+    for (i, layer) in layers.iter().enumerate() {
         bench_layer(layer, &run, &mut rec)?;
+        // A run cut short (a time limit, a crash in a later layer) still
+        // leaves what it measured and checked.
+        let machine = machine::describe(gpu_name.clone(), started.clone());
+        write_partial(&args, &run, &machine, &rec, &layers[..=i]);
     }
     progress::finish();
     if let Some(l) = &args.inject_mismatch {
@@ -145,6 +149,23 @@ fn steps(layer: &str, size: Size) -> u64 {
         _ => 0,
     };
     n as u64
+}
+
+/// Writes report.partial.json under `--out`: the report so far (the same
+/// fields as report.json) and `layers_done`. Best effort: a failure to
+/// write it is only printed.
+fn write_partial(args: &Args, run: &Run, machine: &report::Machine, rec: &Record, done: &[String]) {
+    let mut json = report::to_json(machine, cuzk_field::cuda_compiled(), run.seed, rec);
+    json["layers_done"] = serde_json::json!(done);
+    let wrote = std::fs::create_dir_all(&args.out).and_then(|()| {
+        std::fs::write(
+            args.out.join("report.partial.json"),
+            serde_json::to_string_pretty(&json).unwrap_or_default(),
+        )
+    });
+    if let Err(e) = wrote {
+        progress::say(format!("cuzk-bench: writing report.partial.json: {e}"));
+    }
 }
 
 /// Prints the tables and writes report.json, report.md, the plots and (with
