@@ -100,6 +100,9 @@ pub(crate) fn library_path(nvcc: &Path) -> std::ffi::OsString {
 /// The daemon's checks on a GPU machine (tools/daemon-check.sh).
 const RUN_DAEMON_CHECK: &str = include_str!("../../tools/daemon-check.sh");
 
+/// One phase of a GPU session a device call (tools/device-session.sh).
+const RUN_SESSION: &str = include_str!("../../tools/device-session.sh");
+
 const RUN_TESTS: &str = r#"#!/usr/bin/env bash
 # Runs every cuzk test executable in this bundle, GPU tests included
 # (--include-ignored: they are `#[ignore = "needs a GPU"]`), with
@@ -257,6 +260,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         ("run-tests", RUN_TESTS),
         ("run-bench", RUN_BENCH),
         ("run-daemon-check", RUN_DAEMON_CHECK),
+        ("run-session", RUN_SESSION),
     ] {
         let p = out.join(name);
         std::fs::write(&p, text)?;
