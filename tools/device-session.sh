@@ -6,7 +6,7 @@
 # so the long bench runs in a process of its own (setsid) that later calls
 # wait on.
 #
-#   ./run-session tests          CUZK_REQUIRE_GPU=1 ./run-tests (7 min cap)
+#   ./run-session tests          CUZK_REQUIRE_GPU=1 ./run-tests (9.5 min cap)
 #   ./run-session bench-start    ./run-bench --full (or $BENCH_ARGS) in the
 #                                background, then
 #                                waits as bench-wait does
@@ -48,7 +48,7 @@ wait_bench() {
 
 case "${1:-}" in
     tests)
-        CUZK_REQUIRE_GPU=1 timeout 420 ./run-tests --test-threads 2 > "$OUT/tests.log" 2>&1
+        CUZK_REQUIRE_GPU=1 timeout 570 ./run-tests --test-threads 2 > "$OUT/tests.log" 2>&1
         rc=$?
         grep -E "^test result|FAILED|panicked|passed, .* failed" "$OUT/tests.log" | tail -40
         exit $rc
