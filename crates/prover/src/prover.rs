@@ -161,13 +161,7 @@ impl Prover {
         // before compaction): resident while the budget keeps room for a
         // proof's working set beside it, else streamed.
         let reserve = match &gpu {
-            Some((ntt, _)) => {
-                let log_n = (pk.h_query.len() as u64 + 1)
-                    .next_power_of_two()
-                    .trailing_zeros();
-                let full = 2 * ntt.full_twiddle_bytes(log_n);
-                memory::working_set_bytes(&pk, full)
-            }
+            Some((ntt, _)) => working_set(&pk, Some(ntt)),
             None => 0,
         };
         let place = |g: Option<&GpuMsm>, points: usize, point_bytes: usize| -> Result<_> {
@@ -181,11 +175,15 @@ impl Prover {
             }))
         };
         let d = dense.as_ref();
-        let h = Query::placed(&pk.h_query, d.zip(place(d, pk.h_query.len(), 96)?))?;
-        let l = Query::placed(&pk.l_query, m.zip(place(m, pk.l_query.len(), 96)?))?;
-        let a = Query::placed(&pk.a_query[1..], m.zip(place(m, nv - 1, 96)?))?;
-        let b_g1 = Query::placed(&pk.b_g1_query[1..], m.zip(place(m, nv - 1, 96)?))?;
-        let b_g2 = Query::placed(&pk.b_g2_query[1..], m.zip(place(m, nv - 1, 192)?))?;
+        let (p1, p2) = (
+            std::mem::size_of::<g1::G1Affine>(),
+            std::mem::size_of::<g2::G2Affine>(),
+        );
+        let h = Query::placed(&pk.h_query, d.zip(place(d, pk.h_query.len(), p1)?))?;
+        let l = Query::placed(&pk.l_query, m.zip(place(m, pk.l_query.len(), p1)?))?;
+        let a = Query::placed(&pk.a_query[1..], m.zip(place(m, nv - 1, p1)?))?;
+        let b_g1 = Query::placed(&pk.b_g1_query[1..], m.zip(place(m, nv - 1, p1)?))?;
+        let b_g2 = Query::placed(&pk.b_g2_query[1..], m.zip(place(m, nv - 1, p2)?))?;
         let prover = Prover {
             gpu: gpu
                 .zip(dense)
@@ -305,14 +303,7 @@ impl Prover {
     /// their bases) to what the budget holds, so a proof also runs where
     /// the budget is smaller than this figure.
     pub fn working_set_bytes(&self) -> u64 {
-        let log_n = (self.pk.h_query.len() as u64 + 1)
-            .next_power_of_two()
-            .trailing_zeros();
-        let full = self
-            .gpu
-            .as_ref()
-            .map_or(0, |g| 2 * g.ntt.full_twiddle_bytes(log_n));
-        memory::working_set_bytes(&self.pk, full)
+        working_set(&self.pk, self.gpu.as_ref().map(|g| &g.ntt))
     }
 
     /// Where this prover runs.
@@ -536,4 +527,15 @@ impl Prover {
         t.emit(self.backend_name());
         Ok((proof, t))
     }
+}
+
+/// [`Prover::working_set_bytes`] of `pk` with the NTT engine `ntt` (its
+/// full twiddle tables, for the root and its inverse, at the key's
+/// domain; none on the CPU path).
+fn working_set(pk: &ProvingKey, ntt: Option<&GpuNtt>) -> u64 {
+    let log_n = (pk.h_query.len() as u64 + 1)
+        .next_power_of_two()
+        .trailing_zeros();
+    let full = ntt.map_or(0, |n| 2 * n.full_twiddle_bytes(log_n));
+    memory::working_set_bytes(pk, full)
 }
