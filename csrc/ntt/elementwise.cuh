@@ -76,10 +76,18 @@ __global__ void scale_powers_kernel(Fr* data, uint32_t log_n, uint64_t total, co
 // out[i] = (a[i] b[i] - c[i]) factor for i < n.
 __global__ void mul_sub_scale_kernel(const Fr* a, const Fr* b, const Fr* c, Fr* out, uint64_t n,
                                      const Fr* factor) {
-    const Fr f = load_fr(factor);
+    // Null b, c or factor: the term is left out (b = 1, c = 0, factor = 1),
+    // the same for every thread.
+    Fr f;
+    if (factor) f = load_fr(factor);
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
-         i += (uint64_t)gridDim.x * blockDim.x)
-        store_fr(out + i, (load_fr(a + i) * load_fr(b + i) - load_fr(c + i)) * f);
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        Fr x = load_fr(a + i);
+        if (b) x = x * load_fr(b + i);
+        if (c) x = x - load_fr(c + i);
+        if (factor) x = x * f;
+        store_fr(out + i, x);
+    }
 }
 
 }  // namespace

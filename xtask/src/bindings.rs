@@ -39,6 +39,10 @@ const BINDINGS: &[Binding] = &[
         header: "csrc/include/cuzk/msm.h",
         output: "crates/msm/src/sys.rs",
     },
+    Binding {
+        header: "csrc/include/cuzk/prover.h",
+        output: "crates/prover/src/sys.rs",
+    },
 ];
 
 /// Headers whose CPU-only C++ stub (every `cuzk_status` entry point returns
@@ -47,6 +51,7 @@ const STUBS: &[(&str, &str)] = &[
     ("csrc/include/cuzk/alloc.h", "csrc/alloc/noalloc.cpp"),
     ("csrc/include/cuzk/ntt.h", "csrc/ntt/nontt.cpp"),
     ("csrc/include/cuzk/msm.h", "csrc/msm/nomsm.cpp"),
+    ("csrc/include/cuzk/prover.h", "csrc/prover/noprover.cpp"),
 ];
 
 /// The CPU-only stub of a header: one definition per `cuzk_status f(...);`

@@ -339,7 +339,15 @@ impl GpuNtt {
             )));
         }
         a.stream().synchronize()?;
-        self.mul_sub_scale(a.as_ptr(), a.len(), b, c, out.as_mut_ptr(), g)
+        let z_inv = vanishing_inverse(a.len(), g)?;
+        self.mul_sub_scale(
+            a.as_ptr(),
+            a.len(),
+            Some(b),
+            Some(c),
+            out.as_mut_ptr(),
+            Some(z_inv),
+        )
     }
 
     /// [`GpuNtt::coset_quotient`] into `a` itself: `a[i] = (a[i] * b[i] -
@@ -356,58 +364,108 @@ impl GpuNtt {
         g: Fr,
     ) -> Result<()> {
         a.stream().synchronize()?;
+        let z_inv = vanishing_inverse(a.len(), g)?;
         let out = a.as_mut_ptr();
-        self.mul_sub_scale(a.as_ptr(), a.len(), b, c, out, g)
+        self.mul_sub_scale(a.as_ptr(), a.len(), Some(b), Some(c), out, Some(z_inv))
     }
 
-    /// `out[i] = (a[i] * b[i] - c[i]) / (g^n - 1)` for the n elements at
-    /// `a` and `out` (device memory of this GPU, which may be the same).
+    /// `a[i] *= b[i]` element-wise (equal lengths), queued on this engine's
+    /// stream and waited for: the first half of
+    /// [`GpuNtt::coset_quotient_in_place`], for a prover that frees `b`
+    /// before `c` exists (then [`GpuNtt::coset_quotient_of_product_in_place`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; CUDA errors.
+    pub fn mul_in_place(&self, a: &mut DeviceBuffer<Fr>, b: &DeviceBuffer<Fr>) -> Result<()> {
+        a.stream().synchronize()?;
+        let out = a.as_mut_ptr();
+        self.mul_sub_scale(a.as_ptr(), a.len(), Some(b), None, out, None)
+    }
+
+    /// The second half of [`GpuNtt::coset_quotient_in_place`]: `ab[i] =
+    /// (ab[i] - c[i]) / (g^n - 1)`, where `ab` already holds `a * b` on the
+    /// coset `g H` ([`GpuNtt::mul_in_place`]), so that only two vectors are
+    /// on the device.
+    ///
+    /// # Errors
+    /// As [`GpuNtt::coset_quotient`].
+    pub fn coset_quotient_of_product_in_place(
+        &self,
+        ab: &mut DeviceBuffer<Fr>,
+        c: &DeviceBuffer<Fr>,
+        g: Fr,
+    ) -> Result<()> {
+        ab.stream().synchronize()?;
+        let z_inv = vanishing_inverse(ab.len(), g)?;
+        let out = ab.as_mut_ptr();
+        self.mul_sub_scale(ab.as_ptr(), ab.len(), None, Some(c), out, Some(z_inv))
+    }
+
+    /// `out[i] = (a[i] * b[i] - c[i]) * factor` for the n elements at `a`
+    /// and `out` (device memory of this GPU, which may be the same); a
+    /// `None` operand is left out (b = 1, c = 0, factor = 1).
     fn mul_sub_scale(
         &self,
         a: *const Fr,
         n: usize,
-        b: &DeviceBuffer<Fr>,
-        c: &DeviceBuffer<Fr>,
+        b: Option<&DeviceBuffer<Fr>>,
+        c: Option<&DeviceBuffer<Fr>>,
         out: *mut Fr,
-        g: Fr,
+        factor: Option<Fr>,
     ) -> Result<()> {
-        if b.len() != n || c.len() != n {
-            return Err(Error::InvalidArgument(format!(
-                "coset_quotient: lengths a {n}, b {}, c {} differ",
-                b.len(),
-                c.len(),
-            )));
+        for (name, x) in [("b", b), ("c", c)] {
+            if let Some(x) = x {
+                if x.len() != n {
+                    return Err(Error::InvalidArgument(format!(
+                        "coset_quotient: a has {n} elements but {name} has {}",
+                        x.len()
+                    )));
+                }
+                x.stream().synchronize()?;
+            }
         }
-        let log_n = crate::log2_exact(n)?;
-        let z = g.pow([1u64 << log_n]) - Fr::ONE;
-        let z_inv = z.inverse().ok_or_else(|| {
-            Error::InvalidArgument("g^n = 1: Z vanishes on this coset; pick g outside H".into())
-        })?;
-        let mut f = self
-            .mem
-            .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
-        f.copy_from_host(&[z_inv])?;
-        for x in [b, c] {
-            x.stream().synchronize()?;
-        }
+        let f = match factor {
+            Some(v) => {
+                let mut f = self
+                    .mem
+                    .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
+                f.copy_from_host(&[v])?;
+                Some(f)
+            }
+            None => None,
+        };
+        let ptr = |x: Option<&DeviceBuffer<Fr>>| x.map_or(std::ptr::null(), |x| x.as_ptr().cast());
         let operands = sys::cuzk_ntt_mul_sub_operands {
             a: a.cast(),
-            b: b.as_ptr().cast(),
-            c: c.as_ptr().cast(),
+            b: ptr(b),
+            c: ptr(c),
         };
-        // SAFETY: a, b, c and out hold n elements of this device (out may
-        // alias a: the kernel reads an element before it writes it, and the
-        // ABI allows it); `f` outlives the kernel (synchronized below).
+        // SAFETY: a, out and the given b, c hold n elements of this device
+        // (out may alias a: the kernel reads an element before it writes
+        // it, and the ABI allows it; null b, c, factor are allowed); `f`
+        // outlives the kernel (synchronized below).
         check(unsafe {
             sys::cuzk_ntt_mul_sub_scale(
                 self.mem.device(),
                 &operands,
                 out.cast(),
                 n as u64,
-                f.as_ptr().cast(),
+                f.as_ref().map_or(std::ptr::null(), |f| f.as_ptr().cast()),
                 self.stream.as_raw(),
             )
         })?;
         self.stream.synchronize()
     }
+}
+
+/// `1 / (g^n - 1)` for the `n` elements of a vector (a power of two): the
+/// inverse of the vanishing polynomial `x^n - 1` on the coset `g H`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when n is not a power of two or `g^n = 1`.
+fn vanishing_inverse(n: usize, g: Fr) -> Result<Fr> {
+    let log_n = crate::log2_exact(n)?;
+    (g.pow([1u64 << log_n]) - Fr::ONE).inverse().ok_or_else(|| {
+        Error::InvalidArgument("g^n = 1: Z vanishes on this coset; pick g outside H".into())
+    })
 }

@@ -62,6 +62,7 @@
 mod batch;
 #[cfg(feature = "circuits")]
 pub mod circuits;
+mod device_r1cs;
 mod memory;
 mod multi;
 mod prover;
@@ -69,8 +70,11 @@ mod qap;
 mod query;
 mod r1cs;
 pub mod r1cs_file;
+mod sparse;
 #[cfg(feature = "test-utils")]
 pub mod synthetic;
+#[allow(unreachable_pub)] // generated bindings: `pub` items of a private module
+mod sys;
 mod timings;
 
 pub use batch::{BatchJob, BatchOptions, CircuitJob};
@@ -78,6 +82,7 @@ pub use cuzk_field::{Backend, Error, Fr, Result};
 pub use multi::{MultiGpuProver, MultiProof, DEFAULT_GPU_WORKERS_PER_DEVICE};
 pub use prover::Prover;
 pub use r1cs::{synthesize, ConstraintMatrices, ProofJob, Synthesized, WitnessShape};
+pub use sparse::SparseR1cs;
 pub use timings::{gpu_busy_fraction, ProofTimings};
 
 use ark_bls12_381::Bls12_381;

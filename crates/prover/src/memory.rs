@@ -19,16 +19,32 @@ const SCALAR_BYTES: u64 = 32;
 /// stage for the key `pk` (documented on
 /// [`crate::Prover::working_set_bytes`]); `full_twiddle_bytes` is what the
 /// NTT engine's full twiddle tables of the root and its inverse take at the
-/// key's domain (zero on the CPU path).
-pub(crate) fn working_set_bytes(pk: &ProvingKey, full_twiddle_bytes: u64) -> u64 {
+/// key's domain (zero on the CPU path). `device_eval`: the R1CS is
+/// evaluated on the GPU from a device-resident assignment, with streamed
+/// chunks' buffers of that many bytes (0 when resident); the assignment
+/// then stays on the device through the H stage (beside two of its
+/// vectors, and a chunk buffer) and the MSMs.
+pub(crate) fn working_set_bytes(
+    pk: &ProvingKey,
+    full_twiddle_bytes: u64,
+    device_eval: Option<u64>,
+) -> u64 {
     let n = (pk.h_query.len() as u64 + 1).next_power_of_two();
     let log_n = n.trailing_zeros();
     // Twiddle tables: the root, its inverse and two coset shifts, each a
     // table of 2^ceil(log_n/2) and one of 2^floor(log_n/2) powers (and
     // n^-1); counted as six for margin.
     let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
-    // The H stage holds a, b and c at once (the quotient goes into a).
-    let h_stage = 3 * n * SCALAR_BYTES + 6 * table * SCALAR_BYTES + full_twiddle_bytes;
+    let z = pk.a_query.len() as u64 * SCALAR_BYTES;
+    // The H stage holds a, b and c at once (the quotient goes into a); with
+    // the evaluation on the GPU, z, two of them and a chunk's buffers.
+    let vectors = match device_eval {
+        None => 3 * n * SCALAR_BYTES,
+        Some(chunks) => (2 * n * SCALAR_BYTES)
+            .saturating_add(z)
+            .saturating_add(chunks),
+    };
+    let h_stage = vectors + 6 * table * SCALAR_BYTES + full_twiddle_bytes;
     let vars = pk.a_query.len().saturating_sub(1) as u64;
     let g1_msm = |m: u64| (m * SCALAR_BYTES).saturating_add(msm_scratch_bytes::<g1::Config>(m));
     let g2_msm = |m: u64| (m * SCALAR_BYTES).saturating_add(msm_scratch_bytes::<g2::Config>(m));
@@ -40,7 +56,8 @@ pub(crate) fn working_set_bytes(pk: &ProvingKey, full_twiddle_bytes: u64) -> u64
     ]
     .into_iter()
     .max()
-    .unwrap_or(0);
+    .unwrap_or(0)
+    .saturating_add(if device_eval.is_some() { z } else { 0 });
     h_stage.saturating_add(msm_stage)
 }
 

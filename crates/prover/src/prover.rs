@@ -1,8 +1,10 @@
 //! [`Prover`]: a Groth16 prover for one proving key, on a GPU or the CPU.
 
+use crate::device_r1cs::DeviceR1cs;
 use crate::memory::{self, PROVER_FULL_TWIDDLE_MAX_BYTES};
 use crate::query::{Query, Residency};
 use crate::r1cs::{synthesize, ProofJob};
+use crate::sparse::SparseR1cs;
 use crate::timings::{ms, ProofTimings};
 use crate::{qap, Backend, Error, Fr, Proof, ProvingKey, Result};
 use ark_bls12_381::{g1, g2};
@@ -28,7 +30,9 @@ struct Gpu {
 /// `B z`, `C z`), ready for its GPU stage.
 pub(crate) struct Prepared {
     log_n: u32,
-    abc: [Vec<Fr>; 3],
+    /// The evaluations on the host; `None` when the GPU evaluates them
+    /// from the prover's R1CS ([`Prover::with_r1cs`]) in the GPU stage.
+    abc: Option<[Vec<Fr>; 3]>,
     timings: ProofTimings,
 }
 
@@ -51,6 +55,10 @@ pub struct Prover {
     h: Query<g1::Config>,
     l: Query<g1::Config>,
     gpu: Option<Gpu>,
+    /// The circuit's R1CS on the GPU ([`Prover::with_r1cs`]).
+    device_r1cs: Option<DeviceR1cs>,
+    /// The circuit's R1CS ([`Prover::with_r1cs`]).
+    r1cs: Option<Arc<SparseR1cs>>,
     pk: Arc<ProvingKey>,
     pub(crate) check_witness: bool,
 }
@@ -161,7 +169,7 @@ impl Prover {
         // before compaction): resident while the budget keeps room for a
         // proof's working set beside it, else streamed.
         let reserve = match &gpu {
-            Some((ntt, _)) => working_set(&pk, Some(ntt)),
+            Some((ntt, _)) => working_set(&pk, Some(ntt), None),
             None => 0,
         };
         let place = |g: Option<&GpuMsm>, points: usize, point_bytes: usize| -> Result<_> {
@@ -188,6 +196,8 @@ impl Prover {
             gpu: gpu
                 .zip(dense)
                 .map(|((ntt, msm), dense)| Gpu { ntt, msm, dense }),
+            device_r1cs: None,
+            r1cs: None,
             pk,
             a,
             b_g1,
@@ -277,6 +287,74 @@ impl Prover {
         self
     }
 
+    /// The same prover holding the circuit's R1CS: jobs whose
+    /// [`ProofJob::matrices`] is `r1cs.matrices()` itself (the same
+    /// reference, see [`SparseR1cs::matrices`]) have `A z`, `B z`, `C z`
+    /// evaluated on the GPU, and their whole proof stays on the device: the
+    /// full assignment crosses PCIe once, the evaluations and H never leave
+    /// the device, and the MSMs read their scalars from the device-resident
+    /// assignment. Other jobs, the CPU path, and jobs proved with the
+    /// witness check ([`Prover::with_check_witness`]) evaluate on the CPU
+    /// as before. On the GPU the compact form is resident when the budget
+    /// holds it beside one proof's working set, else streamed from
+    /// page-locked host memory on every proof (chunk by chunk, the copy of
+    /// the next overlapping the evaluation of this one). Share one
+    /// `Arc<SparseR1cs>` between the provers of several GPUs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the system does not match the key
+    /// (its domain, or variables past the key's); CUDA errors of the upload
+    /// or of page-locking.
+    pub fn with_r1cs(mut self, r1cs: Arc<SparseR1cs>) -> Result<Self> {
+        let pk = &self.pk;
+        let ni = pk.vk.gamma_abc_g1.len();
+        let log_n = qap::domain_log_size(r1cs.num_constraints(), ni)?;
+        if pk.h_query.len() != (1usize << log_n) - 1 || r1cs.num_variables() > pk.a_query.len() {
+            return Err(Error::InvalidArgument(format!(
+                "an R1CS of {} constraints over {} variables for a proving key of {} variables \
+                 and a domain of {}: the system is for another circuit",
+                r1cs.num_constraints(),
+                r1cs.num_variables(),
+                pk.a_query.len(),
+                pk.h_query.len() + 1
+            )));
+        }
+        self.device_r1cs = None;
+        if let Some(g) = &self.gpu {
+            let reserve = working_set(pk, Some(&g.ntt), Some(2 * r1cs.max_chunk_bytes()));
+            self.device_r1cs = Some(DeviceR1cs::place(
+                r1cs.clone(),
+                g.ntt.memory().clone(),
+                reserve,
+            )?);
+            tracing::info!(
+                target: "cuzk_prover",
+                bytes = r1cs.bytes(),
+                chunks = r1cs.num_chunks(),
+                streamed = self.device_r1cs.as_ref().is_some_and(DeviceR1cs::is_streamed),
+                "R1CS placed for evaluation on the GPU"
+            );
+        }
+        self.r1cs = Some(r1cs);
+        Ok(self)
+    }
+
+    /// The circuit's R1CS given to [`Prover::with_r1cs`].
+    pub fn r1cs(&self) -> Option<&Arc<SparseR1cs>> {
+        self.r1cs.as_ref()
+    }
+
+    /// Whether `job` is evaluated on the GPU: this prover holds its R1CS
+    /// (the same matrices, by reference) on a GPU and the witness check is
+    /// off.
+    fn evaluates_on_gpu(&self, job: &ProofJob<'_>) -> bool {
+        !self.check_witness
+            && self
+                .device_r1cs
+                .as_ref()
+                .is_some_and(|d| std::ptr::eq(job.matrices, d.sparse().matrices()))
+    }
+
     /// The proving key.
     pub fn proving_key(&self) -> &ProvingKey {
         &self.pk
@@ -303,7 +381,13 @@ impl Prover {
     /// their bases) to what the budget holds, so a proof also runs where
     /// the budget is smaller than this figure.
     pub fn working_set_bytes(&self) -> u64 {
-        working_set(&self.pk, self.gpu.as_ref().map(|g| &g.ntt))
+        working_set(
+            &self.pk,
+            self.gpu.as_ref().map(|g| &g.ntt),
+            self.device_r1cs
+                .as_ref()
+                .map(DeviceR1cs::stream_buffer_bytes),
+        )
     }
 
     /// Where this prover runs.
@@ -423,20 +507,30 @@ impl Prover {
     pub(crate) fn prepare(&self, job: &ProofJob<'_>, witness_ms: f64) -> Result<Prepared> {
         let log_n = self.check_job(job)?;
         let t0 = Instant::now();
-        let abc = qap::evaluate(
-            job.matrices,
-            job.full_assignment,
-            job.num_inputs,
-            log_n,
-            self.check_witness,
-        )?;
+        let abc = match (self.evaluates_on_gpu(job), &self.r1cs) {
+            (true, Some(r)) => {
+                r.check_assignment(job.full_assignment.len(), job.num_inputs, log_n)?;
+                None
+            }
+            _ => Some(qap::evaluate(
+                job.matrices,
+                job.full_assignment,
+                job.num_inputs,
+                log_n,
+                self.check_witness,
+            )?),
+        };
+        let r1cs_bytes = match (&abc, &self.device_r1cs) {
+            (None, Some(d)) if d.is_streamed() => d.sparse().bytes(),
+            _ => 0,
+        };
         Ok(Prepared {
             log_n,
             abc,
             timings: ProofTimings {
                 witness_ms,
                 eval_ms: ms(t0),
-                streamed_bytes: self.streamed_bytes(),
+                streamed_bytes: self.streamed_bytes() + r1cs_bytes,
                 ..ProofTimings::default()
             },
         })
@@ -465,17 +559,34 @@ impl Prover {
         // scalars, never copied to the host) is freed before the other MSMs.
         let t0 = Instant::now();
         let stage_start = t0;
-        let h_acc = match &self.gpu {
-            Some(g) => {
+        // The device-resident assignment, when the GPU evaluates the R1CS:
+        // uploaded once, read by the evaluation and by every MSM.
+        let mut z_dev = None;
+        let h_acc = match (&self.gpu, abc, &self.device_r1cs) {
+            (Some(g), None, Some(d)) => {
+                let zd = g.ntt.upload(z)?;
+                let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n)?;
+                g.ntt.stream().synchronize()?;
+                // The evaluations and the NTTs are one stretch of device
+                // work: counted in the H stage, marked as on the GPU.
+                t.eval_on_gpu = true;
+                t.h_ntt_ms = ms(t0);
+                let t0 = Instant::now();
+                let acc = self.h.msm_device(&pk.h_query, &h, 0..pk.h_query.len())?;
+                t.msm_h_ms = ms(t0);
+                z_dev = Some(zd);
+                acc
+            }
+            (Some(g), Some(abc), _) => {
                 let h = qap::quotient(&qap::GpuEngine(&g.ntt), abc, log_n, qap::Orders::Reversed)?;
                 g.ntt.stream().synchronize()?;
                 t.h_ntt_ms = ms(t0);
                 let t0 = Instant::now();
-                let acc = self.h.msm_device(&pk.h_query, &h, pk.h_query.len())?;
+                let acc = self.h.msm_device(&pk.h_query, &h, 0..pk.h_query.len())?;
                 t.msm_h_ms = ms(t0);
                 acc
             }
-            None => {
+            (None, Some(abc), _) => {
                 let h = qap::quotient(&qap::CpuEngine, abc, log_n, qap::Orders::Natural)?;
                 t.h_ntt_ms = ms(t0);
                 let t0 = Instant::now();
@@ -483,28 +594,53 @@ impl Prover {
                 t.msm_h_ms = ms(t0);
                 acc
             }
+            (_, None, _) => {
+                return Err(Error::Internal(
+                    "a proof prepared for GPU evaluation reached a prover without its R1CS on \
+                     a GPU"
+                        .into(),
+                ))
+            }
         };
 
-        let vars = &z[1..];
+        // An MSM of `bases` against the assignment from variable `start`:
+        // from the device-resident copy when there is one, else from host
+        // scalars.
+        macro_rules! msm_z {
+            ($query:expr, $bases:expr, $start:expr) => {
+                match (&z_dev, &self.gpu) {
+                    (Some(zd), Some(g)) => $query.msm_assignment(
+                        $bases,
+                        zd,
+                        $start,
+                        &z[$start..],
+                        g.ntt.memory(),
+                        g.ntt.stream(),
+                    ),
+                    _ => $query.msm($bases, &z[$start..]),
+                }
+            };
+        }
         let t0 = Instant::now();
-        let a_acc = self.a.msm(&pk.a_query[1..], vars)?;
+        let a_acc = msm_z!(self.a, &pk.a_query[1..], 1)?;
         t.msm_a_ms = ms(t0);
 
         let t0 = Instant::now();
-        let b2_acc = self.b_g2.msm(&pk.b_g2_query[1..], vars)?;
+        let b2_acc = msm_z!(self.b_g2, &pk.b_g2_query[1..], 1)?;
         t.msm_b_g2_ms = ms(t0);
 
         let t0 = Instant::now();
         let b1_acc = if r == Fr::ZERO {
             None
         } else {
-            Some(self.b_g1.msm(&pk.b_g1_query[1..], vars)?)
+            Some(msm_z!(self.b_g1, &pk.b_g1_query[1..], 1)?)
         };
         t.msm_b_g1_ms = ms(t0);
 
         let t0 = Instant::now();
-        let l_acc = self.l.msm(&pk.l_query, &z[job.num_inputs..])?;
+        let l_acc = msm_z!(self.l, &pk.l_query, job.num_inputs)?;
         t.msm_l_ms = ms(t0);
+        drop(z_dev);
         if self.gpu.is_some() {
             t.gpu_stage = Some((stage_start, Instant::now()));
         }
@@ -532,10 +668,13 @@ impl Prover {
 /// [`Prover::working_set_bytes`] of `pk` with the NTT engine `ntt` (its
 /// full twiddle tables, for the root and its inverse, at the key's
 /// domain; none on the CPU path).
-fn working_set(pk: &ProvingKey, ntt: Option<&GpuNtt>) -> u64 {
+///
+/// `device_eval`: with the R1CS evaluated on the GPU, the bytes of its
+/// streamed chunks' buffers (see [`memory::working_set_bytes`]).
+fn working_set(pk: &ProvingKey, ntt: Option<&GpuNtt>, device_eval: Option<u64>) -> u64 {
     let log_n = (pk.h_query.len() as u64 + 1)
         .next_power_of_two()
         .trailing_zeros();
     let full = ntt.map_or(0, |n| 2 * n.full_twiddle_bytes(log_n));
-    memory::working_set_bytes(pk, full)
+    memory::working_set_bytes(pk, full, device_eval)
 }

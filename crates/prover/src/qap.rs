@@ -242,6 +242,57 @@ pub(crate) fn quotient<E: QuotientEngine>(
     Ok(h)
 }
 
+/// The coefficients of H on the GPU from the device-resident assignment
+/// `z` (see [`quotient`]), with `A z`, `B z`, `C z` evaluated there by
+/// `r1cs` and never more than three vectors of the domain on the device
+/// with `z`'s: `a` goes to the coset, then `b`, and `a * b` replaces `a`
+/// before `b` is freed; then `c`, and the quotient replaces `a * b` before
+/// `c` is freed. Left in device memory for the H MSM.
+///
+/// # Errors
+/// The evaluation's and the NTT engine's errors.
+pub(crate) fn device_quotient(
+    ntt: &GpuNtt,
+    r1cs: &crate::device_r1cs::DeviceR1cs,
+    z: &DeviceBuffer<Fr>,
+    num_inputs: usize,
+    log_n: u32,
+) -> Result<DeviceBuffer<Fr>> {
+    let n = 1usize << log_n;
+    let to_coset = |k: usize, copy: usize| -> Result<DeviceBuffer<Fr>> {
+        let mut v = ntt
+            .memory()
+            .alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
+        r1cs.evaluate(k, z, &mut v, copy, ntt.stream())?;
+        ntt.ntt_device(&mut v, log_n, NttOptions::inverse())?;
+        ntt.ntt_device(
+            &mut v,
+            log_n,
+            NttOptions::forward()
+                .on_default_coset()
+                .with_order(Order::NR),
+        )?;
+        Ok(v)
+    };
+    let mut h = to_coset(0, num_inputs)?;
+    {
+        let b = to_coset(1, 0)?;
+        ntt.mul_in_place(&mut h, &b)?;
+    }
+    {
+        let c = to_coset(2, 0)?;
+        ntt.coset_quotient_of_product_in_place(&mut h, &c, <Fr as ark_ff::FftField>::GENERATOR)?;
+    }
+    ntt.ntt_device(
+        &mut h,
+        log_n,
+        NttOptions::inverse()
+            .on_default_coset()
+            .with_order(Order::RN),
+    )?;
+    Ok(h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

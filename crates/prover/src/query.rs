@@ -6,8 +6,10 @@ use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::AffineRepr;
 use ark_ff::AdditiveGroup;
-use cuzk_alloc::{DeviceBuffer, PageLock};
+use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Stream};
+use cuzk_field::DeviceRepr;
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
+use std::ops::Range;
 use std::sync::{Arc, Mutex, Weak};
 
 /// Skip identity bases in an MSM when at least this fraction (1/8) of them
@@ -49,16 +51,16 @@ pub(crate) enum Residency {
 /// locked until the last of them drops it.
 static PAGE_LOCKS: Mutex<Vec<(usize, usize, Weak<PageLock>)>> = Mutex::new(Vec::new());
 
-/// Page-locks `bases` for DMA, or shares the lock another prover holds on
-/// the same range; `None` when the memory was page-locked by someone else
-/// (the caller's own pinned buffer).
-fn page_lock<P: MsmCurve>(bases: &[Affine<P>]) -> Result<Option<Arc<PageLock>>> {
-    // SAFETY: arkworks' BLS12-381 affine points are plain coordinates
-    // (layout asserted in cuzk-field); the bytes are only read.
-    let bytes = unsafe {
-        std::slice::from_raw_parts(bases.as_ptr().cast::<u8>(), std::mem::size_of_val(bases))
-    };
-    let key = (bytes.as_ptr() as usize, bytes.len());
+/// Page-locks `data` for DMA (a streamed query's bases, a streamed R1CS
+/// chunk), or shares the lock another prover holds on the same range;
+/// `None` when the memory was page-locked by someone else (the caller's
+/// own pinned buffer).
+///
+/// # Safety
+/// `data` must stay allocated, unmoved and unshrunk while the returned
+/// lock (or a clone of it) lives: drop every holder's lock before the data.
+pub(crate) unsafe fn page_lock<T: DeviceRepr>(data: &[T]) -> Result<Option<Arc<PageLock>>> {
+    let key = (data.as_ptr() as usize, std::mem::size_of_val(data));
     let mut locks = PAGE_LOCKS.lock().unwrap_or_else(|p| p.into_inner());
     locks.retain(|(_, _, w)| w.strong_count() > 0);
     if let Some(lock) = locks
@@ -68,14 +70,12 @@ fn page_lock<P: MsmCurve>(bases: &[Affine<P>]) -> Result<Option<Arc<PageLock>>> 
     {
         return Ok(Some(lock));
     }
-    if cuzk_alloc::is_page_locked(bytes)? {
+    if cuzk_alloc::is_page_locked(data)? {
         return Ok(None);
     }
-    // SAFETY: `bases` is the key's own query (every prover holding this
-    // lock holds the key's `Arc` and drops its queries first) or a query's
-    // own compacted vector, which is never resized and is dropped after
-    // the lock.
-    let lock = Arc::new(unsafe { PageLock::new(bytes) }?);
+    // SAFETY: the caller keeps `data` allocated and unmoved while the lock
+    // lives (this function's contract).
+    let lock = Arc::new(unsafe { PageLock::new(data) }?);
     locks.push((key.0, key.1, Arc::downgrade(&lock)));
     Ok(Some(lock))
 }
@@ -121,7 +121,17 @@ impl<P: MsmCurve> Query<P> {
         if let (Some((g, _)), Some(Residency::Streamed), false) = (gpu, residency, used.is_empty())
         {
             q.streamed = Some(g.clone());
-            q.lock = page_lock(used)?;
+            // SAFETY: the bytes of `used`, read only: arkworks' BLS12-381
+            // affine points are plain coordinates (layout asserted in
+            // cuzk-field).
+            let bytes = unsafe {
+                std::slice::from_raw_parts(used.as_ptr().cast::<u8>(), std::mem::size_of_val(used))
+            };
+            // SAFETY: `used` is the key's own query (every prover holding
+            // this lock holds the key's `Arc` and drops its queries first)
+            // or this query's compacted vector, never resized and dropped
+            // after the lock (field order).
+            q.lock = unsafe { page_lock(bytes) }?;
         }
         if q.gpu.is_none() {
             q.host = compact;
@@ -176,10 +186,11 @@ impl<P: MsmCurve> Query<P> {
         }
     }
 
-    /// `sum_i scalars[i] bases[i]` for i < `count`, the scalars in device
-    /// memory (`bases` is the full query, `count` at most its length and the
-    /// buffer's): read in place by the GPU when the query is on the device
-    /// uncompacted; otherwise copied to the host first.
+    /// `sum_i scalars[range.start + i] bases[i]` for i < `range.len()`, the
+    /// scalars in device memory (`bases` is the full query, the range at
+    /// most as long and inside the buffer): read in place by the GPU when
+    /// the query is on the device uncompacted; otherwise copied to the
+    /// host first.
     ///
     /// # Errors
     /// As [`Query::msm`]; CUDA errors of the copy.
@@ -187,24 +198,76 @@ impl<P: MsmCurve> Query<P> {
         &self,
         bases: &[Affine<P>],
         scalars: &DeviceBuffer<Fr>,
-        count: usize,
+        range: Range<usize>,
     ) -> Result<Projective<P>> {
-        if count > bases.len() || count > scalars.len() {
+        let count = range.len();
+        if count > bases.len() || range.end > scalars.len() {
             return Err(Error::InvalidArgument(format!(
-                "{count} scalars of a device buffer of {} for a query of {} points",
+                "scalars {range:?} of a device buffer of {} for a query of {} points",
                 scalars.len(),
                 bases.len()
             )));
         }
         match (&self.gpu, &self.keep, &self.streamed) {
-            (Some(g), None, _) => Ok(g.msm_device(scalars, 0..count.min(g.len()))?),
-            (None, None, Some(e)) => Ok(e.msm_streamed_device(bases, scalars, 0..count)?),
+            (Some(g), None, _) => {
+                Ok(g.msm_device(scalars, range.start..range.start + count.min(g.len()))?)
+            }
+            (None, None, Some(e)) => Ok(e.msm_streamed_device(bases, scalars, range)?),
             _ => {
                 scalars.stream().synchronize()?;
                 let mut host = vec![Fr::ZERO; scalars.len()];
                 scalars.copy_to_host(&mut host)?;
-                self.msm(bases, &host[..count])
+                self.msm(bases, &host[range])
             }
+        }
+    }
+
+    /// `sum_i z[start + i] bases[i]` for i < `host.len()`, the scalars
+    /// taken from the device-resident full assignment `z` (so that the
+    /// assignment crosses PCIe once a proof): in place when the query is
+    /// uncompacted, gathered on the device (`mem`, `stream`) when
+    /// compacted. `host` is the same scalars on the host: the MSM falls
+    /// back to them when the device path runs out of memory, and the CPU
+    /// path uses them.
+    ///
+    /// # Errors
+    /// As [`Query::msm`] and [`Query::msm_device`].
+    pub(crate) fn msm_assignment(
+        &self,
+        bases: &[Affine<P>],
+        z: &DeviceBuffer<Fr>,
+        start: usize,
+        host: &[Fr],
+        mem: &Arc<DeviceMemory>,
+        stream: &Stream,
+    ) -> Result<Projective<P>> {
+        let on_device = || -> Result<Projective<P>> {
+            match (&self.keep, &self.gpu, &self.streamed) {
+                (None, Some(_), _) | (None, None, Some(_)) => {
+                    self.msm_device(bases, z, start..start + host.len())
+                }
+                (Some(keep), Some(g), _) => {
+                    let s = crate::device_r1cs::gather(mem, stream, z, start, keep)?;
+                    Ok(g.msm_device(&s, 0..keep.len().min(g.len()))?)
+                }
+                (Some(keep), None, Some(e)) => {
+                    let s = crate::device_r1cs::gather(mem, stream, z, start, keep)?;
+                    let b = self.host.as_deref().unwrap_or(&[]);
+                    Ok(e.msm_streamed_device(b, &s, 0..keep.len().min(b.len()))?)
+                }
+                (_, None, None) => self.msm(bases, host),
+            }
+        };
+        match on_device() {
+            Err(Error::OutOfMemory(m)) => {
+                tracing::debug!(
+                    target: "cuzk_prover",
+                    "an MSM from the device-resident assignment ran out of memory ({m}); \
+                     taking host scalars"
+                );
+                self.msm(bases, host)
+            }
+            r => r,
         }
     }
 

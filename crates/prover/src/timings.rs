@@ -8,8 +8,13 @@ pub struct ProofTimings {
     /// Circuit synthesis (zero when the matrices and assignment were given).
     pub witness_ms: f64,
     /// Evaluating `A z`, `B z`, `C z` on the constraints (and the
-    /// satisfiability check when asked).
+    /// satisfiability check when asked) on the CPU; with
+    /// [`ProofTimings::eval_on_gpu`], only the checks of the job's shape.
     pub eval_ms: f64,
+    /// Whether the GPU evaluated `A z`, `B z`, `C z` (see
+    /// [`crate::Prover::with_r1cs`]): the assignment's upload and the
+    /// evaluations are then inside [`ProofTimings::h_ntt_ms`].
+    pub eval_on_gpu: bool,
     /// The quotient H: seven NTTs and the coset division.
     pub h_ntt_ms: f64,
     /// MSM of the A query (G1).
@@ -94,6 +99,7 @@ impl ProofTimings {
             backend,
             witness_ms = self.witness_ms,
             eval_ms = self.eval_ms,
+            eval_on_gpu = self.eval_on_gpu,
             h_ntt_ms = self.h_ntt_ms,
             msm_a_ms = self.msm_a_ms,
             msm_b_g2_ms = self.msm_b_g2_ms,

@@ -79,7 +79,8 @@ typedef struct cuzk_ntt_tables {
     const void* roots;
 } cuzk_ntt_tables;
 
-/* The operands of cuzk_ntt_mul_sub_scale: n elements each, device memory. */
+/* The operands of cuzk_ntt_mul_sub_scale: n elements each, device memory;
+ * a is required, b and c may be null (b = 1, c = 0). */
 typedef struct cuzk_ntt_mul_sub_operands {
     const void* a;
     const void* b;
@@ -154,7 +155,9 @@ cuzk_status cuzk_ntt_scale_powers(int32_t device, void* data, uint32_t log_n, ui
 
 /* out[i] = (a[i] * b[i] - c[i]) * factor for i in [0, n): Groth16's
  * quotient on a coset, where Z(x) = x^n - 1 is the constant g^n - 1 and
- * factor = 1 / (g^n - 1). out may alias a, b or c. */
+ * factor = 1 / (g^n - 1). out may alias a, b or c. A null b, c or factor
+ * leaves its term out (b = 1, c = 0, factor = 1): a prover short of memory
+ * forms a * b first, frees b, then subtracts c. */
 cuzk_status cuzk_ntt_mul_sub_scale(int32_t device, const cuzk_ntt_mul_sub_operands* operands, void* out,
                                    uint64_t n, const void* factor, void* stream);
 

@@ -1,0 +1,290 @@
+//! The R1CS on the GPU: the evaluations `A z`, `B z`, `C z` of a
+//! [`SparseR1cs`] against a device-resident assignment, its chunks resident
+//! on the device or streamed from page-locked host memory on every proof.
+
+use crate::query::page_lock;
+use crate::sparse::{RowChunk, SparseR1cs};
+use crate::{sys, Error, Fr, Result};
+use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Strategy, Stream};
+use std::sync::Arc;
+
+/// A `cuzk_status` as a [`Result`].
+pub(crate) fn check(s: sys::cuzk_status) -> Result<()> {
+    Error::from_status(s.code, s.cuda_error, &s.message)
+}
+
+/// A [`SparseR1cs`] placed on one GPU.
+pub(crate) struct DeviceR1cs {
+    /// Page-locks of the streamed chunks' words (declared first: dropped
+    /// before `sparse`, which owns the words).
+    _locks: Vec<Arc<PageLock>>,
+    /// Each chunk on the device, in [`SparseR1cs::chunks`] order, when
+    /// resident.
+    resident: Option<Vec<DeviceBuffer<u64>>>,
+    sparse: Arc<SparseR1cs>,
+    mem: Arc<DeviceMemory>,
+    /// The stream the streamed chunks are copied on.
+    copy_stream: Stream,
+}
+
+impl DeviceR1cs {
+    /// `sparse` on the GPU of `mem`: resident (uploaded once) when the
+    /// budget's available bytes hold it with `reserve` bytes to spare (one
+    /// proof's working set), else streamed (its chunks page-locked, for
+    /// DMA). A resident upload that finds the budget short streams instead.
+    ///
+    /// # Errors
+    /// CUDA errors of the uploads or of page-locking.
+    pub(crate) fn place(
+        sparse: Arc<SparseR1cs>,
+        mem: Arc<DeviceMemory>,
+        reserve: u64,
+    ) -> Result<Self> {
+        let copy_stream = Stream::new(mem.device())?;
+        let room = mem.budget().available_bytes()?;
+        let mut resident = None;
+        if room >= sparse.bytes().saturating_add(reserve) {
+            let upload = || -> Result<Vec<DeviceBuffer<u64>>> {
+                sparse
+                    .chunks()
+                    .map(|c| {
+                        let mut d =
+                            mem.alloc::<u64>(c.words.len(), Strategy::Async, &copy_stream, None)?;
+                        d.copy_from_host(&c.words)?;
+                        Ok(d)
+                    })
+                    .collect()
+            };
+            match upload() {
+                Ok(v) => resident = Some(v),
+                Err(Error::OutOfMemory(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut locks = Vec::new();
+        if resident.is_none() {
+            for c in sparse.chunks() {
+                // SAFETY: the words belong to `sparse`, held by this value
+                // (an `Arc`, never mutated: chunks are built once) and
+                // dropped after `locks` (field order).
+                if let Some(l) = unsafe { page_lock(&c.words) }? {
+                    locks.push(l);
+                }
+            }
+        }
+        Ok(DeviceR1cs {
+            _locks: locks,
+            resident,
+            sparse,
+            mem,
+            copy_stream,
+        })
+    }
+
+    /// The compact form.
+    pub(crate) fn sparse(&self) -> &Arc<SparseR1cs> {
+        &self.sparse
+    }
+
+    /// Whether the chunks stream from host memory on every evaluation.
+    pub(crate) fn is_streamed(&self) -> bool {
+        self.resident.is_none()
+    }
+
+    /// Device bytes an evaluation claims beyond its vectors: two chunks
+    /// when streamed (the one in use and the next arriving), none when
+    /// resident.
+    pub(crate) fn stream_buffer_bytes(&self) -> u64 {
+        if self.is_streamed() {
+            2 * self.sparse.max_chunk_bytes()
+        } else {
+            0
+        }
+    }
+
+    /// `out[i] = <row i of matrix k, z>` for the constraints (k: 0 for A, 1
+    /// for B, 2 for C), then `z[..copy]` (the instance variables in `A z`,
+    /// none in the others), then zeros to `out`'s end; on `stream` (the
+    /// NTT engine's), and waited for. `z` is the full assignment on this
+    /// GPU.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `z` is shorter than the system's
+    /// variables, or the constraints and `copy` do not fit `out`;
+    /// [`Error::OutOfMemory`] for a streamed chunk's buffer; CUDA errors.
+    pub(crate) fn evaluate(
+        &self,
+        k: usize,
+        z: &DeviceBuffer<Fr>,
+        out: &mut DeviceBuffer<Fr>,
+        copy: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let nc = self.sparse.num_constraints();
+        let dev = self.mem.device();
+        if z.len() < self.sparse.num_variables() || z.len() < copy || nc + copy > out.len() {
+            return Err(Error::InvalidArgument(format!(
+                "R1CS evaluation: {nc} constraints and {copy} inputs into {} elements from an \
+                 assignment of {} variables (the matrices name {})",
+                out.len(),
+                z.len(),
+                self.sparse.num_variables()
+            )));
+        }
+        for b in [z.stream(), out.stream()] {
+            if b.device() != dev {
+                return Err(Error::InvalidArgument(format!(
+                    "R1CS evaluation on device {dev} with buffers of device {}",
+                    b.device()
+                )));
+            }
+        }
+        z.stream().synchronize()?;
+        out.stream().synchronize()?;
+        let mut bad = self.mem.alloc::<u32>(1, Strategy::Sync, stream, None)?;
+        bad.copy_from_host(&[0])?;
+        let out_ptr = out.as_mut_ptr();
+        let bad_ptr = bad.as_mut_ptr();
+        let launch = |c: &RowChunk, words: *const u64| -> Result<()> {
+            // Offsets inside the chunk's words (the pointers are only
+            // computed here, read by the kernel).
+            let entries = words.wrapping_add(c.row_end_words());
+            let table = words.wrapping_add(c.table_offset());
+            let args = sys::cuzk_r1cs_rows {
+                row_end: words.cast(),
+                entries,
+                rows: c.rows as u64,
+                coefficients: table.cast(),
+                num_coefficients: c.coefficients as u64,
+                z: z.as_ptr().cast(),
+                num_variables: z.len() as u64,
+                // SAFETY: first_row + rows <= nc <= out.len() (checked).
+                out: unsafe { out_ptr.add(c.first_row) }.cast(),
+                bad: bad_ptr,
+            };
+            // SAFETY: the chunk's words are on this device (resident, or a
+            // streamed chunk's buffer kept until the stream is synchronized);
+            // z, out and `bad` outlive the launch (synchronized below).
+            check(unsafe { sys::cuzk_r1cs_eval_rows(dev, &args, stream.as_raw()) })
+        };
+        let chunks = self.sparse.part(k);
+        match &self.resident {
+            Some(bufs) => {
+                let first: usize = (0..k).map(|j| self.sparse.part(j).len()).sum();
+                for (c, d) in chunks.iter().zip(&bufs[first..]) {
+                    launch(c, d.as_ptr())?;
+                }
+            }
+            None => self.stream_chunks(chunks, stream, &launch)?,
+        }
+        let tail = out.len() - nc;
+        // SAFETY: out holds nc + tail elements and z at least `copy`; both
+        // on this device, alive until the stream is synchronized below.
+        check(unsafe {
+            sys::cuzk_r1cs_fill_tail(
+                dev,
+                out_ptr.add(nc).cast(),
+                z.as_ptr().cast(),
+                copy as u64,
+                tail as u64,
+                stream.as_raw(),
+            )
+        })?;
+        stream.synchronize()?;
+        let mut flag = [0u32];
+        bad.copy_to_host(&mut flag)?;
+        if flag[0] != 0 {
+            return Err(Error::Internal(
+                "an R1CS chunk names a column or coefficient out of range: its compact form is \
+                 corrupt"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Streams `chunks` up two at a time (the copy of the next overlapping
+    /// the kernel of this one) and runs `launch` on each, waiting for its
+    /// kernel before its buffer goes.
+    fn stream_chunks(
+        &self,
+        chunks: &[RowChunk],
+        stream: &Stream,
+        launch: &dyn Fn(&RowChunk, *const u64) -> Result<()>,
+    ) -> Result<()> {
+        let Some(first) = chunks.first() else {
+            return Ok(());
+        };
+        let alloc = |c: &RowChunk| {
+            self.mem
+                .alloc::<u64>(c.words.len(), Strategy::Async, &self.copy_stream, None)
+        };
+        let copy = |mut d: DeviceBuffer<u64>, c: &RowChunk| -> Result<DeviceBuffer<u64>> {
+            d.copy_from_host(&c.words)?;
+            Ok(d)
+        };
+        let mut current = copy(alloc(first)?, first)?;
+        for (i, c) in chunks.iter().enumerate() {
+            let next = chunks.get(i + 1);
+            let next_buf = next.map(alloc).transpose()?;
+            let (ran, arrived) = std::thread::scope(|s| {
+                let h = next_buf.zip(next).map(|(b, n)| s.spawn(move || copy(b, n)));
+                let ran = launch(c, current.as_ptr()).and_then(|()| stream.synchronize());
+                let arrived = h.map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("an R1CS chunk's upload panicked".into()))
+                    })
+                });
+                (ran, arrived)
+            });
+            ran?;
+            if let Some(b) = arrived {
+                current = b?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `out[i] = z[start + index[i]]` for every index of `index` (host, page-
+/// locked or not), on `stream` and waited for: a compacted query's
+/// scalars gathered from the device-resident assignment. Returns the
+/// gathered scalars.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `start` is past `z`;
+/// [`Error::OutOfMemory`]; CUDA errors.
+pub(crate) fn gather(
+    mem: &Arc<DeviceMemory>,
+    stream: &Stream,
+    z: &DeviceBuffer<Fr>,
+    start: usize,
+    index: &[u32],
+) -> Result<DeviceBuffer<Fr>> {
+    if start > z.len() {
+        return Err(Error::InvalidArgument(format!(
+            "gather from variable {start} of an assignment of {}",
+            z.len()
+        )));
+    }
+    let mut idx = mem.alloc::<u32>(index.len(), Strategy::Async, stream, None)?;
+    idx.copy_from_host(index)?;
+    let mut out = mem.alloc::<Fr>(index.len(), Strategy::Async, stream, None)?;
+    z.stream().synchronize()?;
+    // SAFETY: `out` and `idx` hold index.len() elements, z holds
+    // z.len() - start past `start` (indices beyond read as zero); all on
+    // this device and alive until the stream is synchronized.
+    check(unsafe {
+        sys::cuzk_prover_gather(
+            mem.device(),
+            out.as_mut_ptr().cast(),
+            z.as_ptr().add(start).cast(),
+            idx.as_ptr(),
+            index.len() as u64,
+            (z.len() - start) as u64,
+            stream.as_raw(),
+        )
+    })?;
+    stream.synchronize()?;
+    Ok(out)
+}

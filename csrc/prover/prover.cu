@@ -1,0 +1,155 @@
+// cuzk prover kernels (include/cuzk/prover.h): the R1CS evaluations A z,
+// B z, C z from compressed sparse rows, the tail of the evaluation vectors,
+// and the gather of a compacted query's scalars.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuzk/bls12_381.cuh"
+#include "cuzk/cuda_status.cuh"
+#include "cuzk/ff.cuh"
+#include "cuzk/prover.h"
+
+using cuzk::Fr;
+using cuzk::guard;
+using cuzk::ok;
+
+namespace {
+
+constexpr uint32_t kThreads = 256;
+
+__device__ __forceinline__ Fr load_fr(const Fr* p) {
+    const uint4* s = reinterpret_cast<const uint4*>(p);
+    const uint4 a = s[0], b = s[1];
+    Fr r;
+    r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
+    r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
+    return r;
+}
+
+__device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
+    uint4* d = reinterpret_cast<uint4*>(p);
+    d[0] = make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]);
+    d[1] = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
+}
+
+__device__ __forceinline__ Fr zero_fr() {
+    Fr r;
+#pragma unroll
+    for (int i = 0; i < 8; i++) r.l[i] = 0;
+    return r;
+}
+
+// One thread a row: the rows of a PoRep-shaped circuit hold one to a few
+// entries (a packing row 32), so a row's loop is short and the cost is the
+// gather of z[column], one 32-byte load an entry.
+__global__ void __launch_bounds__(kThreads) eval_rows_kernel(cuzk_r1cs_rows a) {
+    const Fr* coeff = static_cast<const Fr*>(a.coefficients);
+    const Fr* z = static_cast<const Fr*>(a.z);
+    Fr* out = static_cast<Fr*>(a.out);
+    for (uint64_t r = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; r < a.rows;
+         r += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t lo = r == 0 ? 0 : a.row_end[r - 1], hi = a.row_end[r];
+        Fr acc = zero_fr();
+        bool bad = false;
+        for (uint32_t k = lo; k < hi; k++) {
+            const uint64_t e = a.entries[k];
+            const uint32_t col = (uint32_t)e, ci = (uint32_t)(e >> 32);
+            if (col >= a.num_variables || ci >= a.num_coefficients) {
+                bad = true;
+                continue;
+            }
+            const Fr v = load_fr(z + col);
+            if (ci == CUZK_R1CS_COEFF_ONE)
+                acc = acc + v;
+            else if (ci == CUZK_R1CS_COEFF_MINUS_ONE)
+                acc = acc - v;
+            else
+                acc = acc + v * load_fr(coeff + ci);
+        }
+        if (bad && a.bad) *a.bad = 1;
+        store_fr(out + r, acc);
+    }
+}
+
+__global__ void fill_tail_kernel(Fr* out, const Fr* z, uint64_t copy, uint64_t len) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < len;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        store_fr(out + i, i < copy ? load_fr(z + i) : zero_fr());
+}
+
+__global__ void gather_kernel(Fr* out, const Fr* z, const uint32_t* index, uint64_t n, uint64_t num_variables) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t j = index[i];
+        store_fr(out + i, j < num_variables ? load_fr(z + j) : zero_fr());
+    }
+}
+
+// A grid of at most 32 blocks per SM for grid-stride kernels.
+cuzk_status grid_for(int32_t device, uint64_t work, uint32_t* blocks) {
+    int sms = 0;
+    CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const uint64_t want = (work + kThreads - 1) / kThreads;
+    const uint64_t cap = (uint64_t)sms * 32;
+    *blocks = (uint32_t)(want < cap ? (want ? want : 1) : cap);
+    return ok();
+}
+
+#define CUZK_NEED(cond, ...) \
+    if (!(cond)) return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, __VA_ARGS__)
+
+}  // namespace
+
+extern "C" {
+
+cuzk_status cuzk_r1cs_eval_rows(int32_t device, const cuzk_r1cs_rows* args, void* stream) {
+    return guard("cuzk_r1cs_eval_rows", [&]() -> cuzk_status {
+        CUZK_NEED(args, "cuzk_r1cs_eval_rows: null arguments");
+        if (args->rows == 0) return ok();
+        CUZK_NEED(args->row_end && args->entries && args->coefficients && args->z && args->out,
+                  "cuzk_r1cs_eval_rows: null pointer among row_end, entries, coefficients, z, out");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        const cuzk_status s = grid_for(device, args->rows, &blocks);
+        if (s.code != CUZK_OK) return s;
+        eval_rows_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>(*args);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+cuzk_status cuzk_r1cs_fill_tail(int32_t device, void* out, const void* z, uint64_t copy, uint64_t len,
+                                void* stream) {
+    return guard("cuzk_r1cs_fill_tail", [&]() -> cuzk_status {
+        if (len == 0) return ok();
+        CUZK_NEED(copy <= len, "cuzk_r1cs_fill_tail: copy %llu > len %llu", (unsigned long long)copy,
+                  (unsigned long long)len);
+        CUZK_NEED(out && (copy == 0 || z), "cuzk_r1cs_fill_tail: null pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        const cuzk_status s = grid_for(device, len, &blocks);
+        if (s.code != CUZK_OK) return s;
+        fill_tail_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>((Fr*)out, (const Fr*)z, copy, len);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+cuzk_status cuzk_prover_gather(int32_t device, void* out, const void* z, const uint32_t* index, uint64_t n,
+                               uint64_t num_variables, void* stream) {
+    return guard("cuzk_prover_gather", [&]() -> cuzk_status {
+        if (n == 0) return ok();
+        CUZK_NEED(out && z && index, "cuzk_prover_gather: null pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        uint32_t blocks = 0;
+        const cuzk_status s = grid_for(device, n, &blocks);
+        if (s.code != CUZK_OK) return s;
+        gather_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>((Fr*)out, (const Fr*)z, index, n,
+                                                                     num_variables);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+}  // extern "C"
