@@ -930,3 +930,175 @@ fn gpu_streamed_key_matches_cpu() {
         }
     }
 }
+
+/// Without a GPU: a prover holding the circuit's R1CS
+/// (`Prover::with_r1cs`) proves as before, on the CPU's evaluation, and
+/// ark-groth16 makes the same proof; an R1CS of another circuit is refused.
+#[test]
+fn r1cs_held_by_the_prover_cpu() {
+    let mut rng = rng("r1cs_held_by_the_prover_cpu");
+    let c = RandomCircuit::fill_domain(10, 2, 3, rng.gen());
+    let pk = setup(c, &mut rng);
+    let w = c.matrices().unwrap();
+    let r1cs = std::sync::Arc::new(
+        cuzk_prover::SparseR1cs::new(std::sync::Arc::new(w.matrices.clone())).unwrap(),
+    );
+    let p = Prover::cpu(pk.clone())
+        .unwrap()
+        .with_r1cs(r1cs.clone())
+        .unwrap();
+    assert!(std::ptr::eq(p.r1cs().unwrap().matrices(), r1cs.matrices()));
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let job = ProofJob {
+        matrices: r1cs.matrices(),
+        ..w.job(r, s)
+    };
+    let (got, t) = p.prove_job(&job).unwrap();
+    assert!(!t.eval_on_gpu);
+    assert_eq!(got, reference(&pk, &w, r, s));
+    assert!(p.streamed_queries().is_empty());
+
+    let other = RandomCircuit::fill_domain(11, 2, 3, rng.gen())
+        .matrices()
+        .unwrap();
+    let wrong = cuzk_prover::SparseR1cs::new(std::sync::Arc::new(other.matrices)).unwrap();
+    let e = invalid(
+        Prover::cpu(pk)
+            .unwrap()
+            .with_r1cs(std::sync::Arc::new(wrong)),
+        "an R1CS of another circuit",
+    );
+    assert!(e.contains("another circuit"), "{e}");
+}
+
+/// `A z`, `B z`, `C z` evaluated on the GPU from the prover's R1CS, the
+/// whole proof on the device: for a random circuit set up by ark-groth16
+/// (random coefficients; the proofs verify), a PoRep-shaped one (bits,
+/// powers of two, compacted A and B queries gathered on the device),
+/// proofs equal the CPU path's for the same r and s,
+/// with the compact form resident (uncapped) and streamed (a budget that
+/// holds one proof's working set and half the key); a job of other
+/// matrices, and the witness check, take the CPU's evaluation and give
+/// the same proofs; two workers of a MultiGpuProver under the cap prove a
+/// batch the same way. The budget's peak stays under its limit and every
+/// byte comes back.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_r1cs_evaluation_matches_cpu() {
+    use std::sync::Arc;
+    let _serial = serial();
+    let Some(dev) = gpu_or_skip("gpu_r1cs_evaluation_matches_cpu") else {
+        return;
+    };
+    let mut rng = rng("gpu_r1cs_evaluation_matches_cpu");
+    let margin = BudgetConfig::default().margin_bytes;
+    let real = RandomCircuit::fill_domain(16, 2, 3, rng.gen());
+    let real_pk = setup(real, &mut rng);
+    let porep = cuzk_prover::synthetic::PorepShaped::new(18, 2, rng.gen());
+    let porep_w = porep.matrices().unwrap();
+    let porep_pk = cuzk_prover::synthetic::PorepShaped::random_key(&porep_w, &mut rng).unwrap();
+    let cases = [
+        (
+            "2^16 random circuit (ark-groth16 setup)",
+            real_pk,
+            real.matrices().unwrap(),
+            true,
+        ),
+        (
+            "2^18 PoRep-shaped (random-point key)",
+            porep_pk,
+            porep_w,
+            false,
+        ),
+    ];
+    for (name, pk, w, verify) in cases {
+        let r1cs = Arc::new(cuzk_prover::SparseR1cs::new(Arc::new(w.matrices.clone())).unwrap());
+        let job = |rng: &mut ChaCha20Rng| ProofJob {
+            matrices: r1cs.matrices(),
+            ..w.job(Fr::rand(rng), Fr::rand(rng))
+        };
+        let cpu = Prover::cpu(pk.clone()).unwrap();
+        let (key_bytes, working_set) = {
+            let probe = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
+            let p = Prover::with_memory(pk.clone(), probe.clone())
+                .unwrap()
+                .with_r1cs(r1cs.clone())
+                .unwrap();
+            assert!(
+                p.streamed_queries().is_empty(),
+                "{name}: uncapped, all resident"
+            );
+            (probe.budget().claimed_bytes(), p.working_set_bytes())
+        };
+        for capped in [false, true] {
+            let mem = if capped {
+                capped_memory(dev, margin, margin + working_set + key_bytes / 2)
+            } else {
+                DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap()
+            };
+            let p = Prover::with_memory(pk.clone(), mem.clone())
+                .unwrap()
+                .with_r1cs(r1cs.clone())
+                .unwrap();
+            let streamed = p.streamed_queries();
+            assert_eq!(streamed.contains(&"R1CS"), capped, "{name}: {streamed:?}");
+            for _ in 0..2 {
+                let j = job(&mut rng);
+                let (got, t) = p.prove_job(&j).unwrap();
+                assert!(t.eval_on_gpu, "{name}");
+                assert_eq!(got, cpu.prove_job(&j).unwrap().0, "{name}, {streamed:?}");
+                if verify {
+                    assert!(verifies(&pk, w.public_inputs(), &got), "{name}");
+                }
+                // The job's own matrices (another reference): the CPU's
+                // evaluation, the same proof.
+                let own = ProofJob {
+                    matrices: &w.matrices,
+                    ..j
+                };
+                let (again, t) = p.prove_job(&own).unwrap();
+                assert!(!t.eval_on_gpu, "{name}");
+                assert_eq!(again, got, "{name}");
+            }
+            let checked = Prover::with_memory(pk.clone(), mem.clone())
+                .unwrap()
+                .with_r1cs(r1cs.clone())
+                .unwrap()
+                .with_check_witness(true);
+            let j = job(&mut rng);
+            let (got, t) = checked.prove_job(&j).unwrap();
+            assert!(
+                !t.eval_on_gpu,
+                "{name}: the witness check evaluates on the CPU"
+            );
+            assert_eq!(got, cpu.prove_job(&j).unwrap().0, "{name}");
+            drop(checked);
+            let peak = mem.budget().peak_claimed_bytes();
+            let limit = mem.budget().limit_bytes().unwrap();
+            assert!(peak <= limit, "{name}: peak {peak} > limit {limit}");
+            report(&format!(
+                "gpu_r1cs_evaluation_matches_cpu: {name}: R1CS {} in {} chunks, capped {capped}: \
+                 streamed {streamed:?}, peak {}",
+                cuzk_alloc::fmt_bytes(r1cs.bytes()),
+                r1cs.num_chunks(),
+                cuzk_alloc::fmt_bytes(peak)
+            ));
+            drop(p);
+            mem.check_all_returned().unwrap();
+        }
+        // Two workers under the cap, one shared compact form.
+        let mem = capped_memory(dev, margin, margin + working_set + key_bytes / 2);
+        let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2)
+            .unwrap()
+            .with_r1cs(r1cs.clone())
+            .unwrap();
+        let jobs: Vec<ProofJob<'_>> = (0..4).map(|_| job(&mut rng)).collect();
+        for (j, o) in jobs.iter().zip(multi.prove_batch(&jobs, None).unwrap()) {
+            let (got, t, _) = o.unwrap();
+            assert!(t.eval_on_gpu, "{name}");
+            assert_eq!(got, cpu.prove_job(j).unwrap().0, "{name}: batch");
+        }
+        drop(multi);
+        mem.check_all_returned().unwrap();
+    }
+}

@@ -44,12 +44,13 @@ use clap::{Parser, ValueEnum};
 use cuzk_prover::circuits::Sha256Chain;
 use cuzk_prover::synthetic::{random_key_for, RandomCircuit};
 use cuzk_prover::{
-    synthesize, BatchOptions, CircuitJob, MultiGpuProver, ProofJob, ProofTimings, Prover,
-    ProvingKey,
+    synthesize, BatchOptions, CircuitJob, ConstraintMatrices, MultiGpuProver, ProofJob,
+    ProofTimings, Prover, ProvingKey, SparseR1cs,
 };
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -102,12 +103,34 @@ struct Args {
     /// their memory; see `Prover::with_precomputed_bases`). One worker only.
     #[arg(long)]
     precompute: bool,
+    /// Evaluate A z, B z, C z on the CPU. By default the partitions of a
+    /// batch (and synthetic proofs) share one R1CS that the GPU evaluates,
+    /// the whole proof staying on the device (`Prover::with_r1cs`).
+    #[arg(long)]
+    cpu_eval: bool,
 }
 
 impl Args {
     fn multi(&self) -> bool {
         self.batch && !self.cpu && (self.devices > 1 || self.workers > 1)
     }
+}
+
+/// The compact R1CS of `matrices` for evaluation on the GPU, unless
+/// `--cpu-eval` or `--cpu`.
+fn sparse(args: &Args, matrices: Arc<ConstraintMatrices>) -> Result<Option<Arc<SparseR1cs>>> {
+    if args.cpu_eval || args.cpu {
+        return Ok(None);
+    }
+    let t = Instant::now();
+    let s = SparseR1cs::new(matrices)?;
+    println!(
+        "r1cs: compact form for GPU evaluation, {} chunks, {:.2} GiB, built in {:.2} s",
+        s.num_chunks(),
+        s.bytes() as f64 / f64::from(1u32 << 30),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(Some(Arc::new(s)))
 }
 
 fn keys_dir(args: &Args) -> PathBuf {
@@ -152,10 +175,15 @@ fn load_or_setup(path: &PathBuf, setup: impl FnOnce() -> Result<ProvingKey>) -> 
 fn print_timings(i: usize, t: &ProofTimings, wall_s: Option<f64>) {
     let wall = wall_s.map_or("(pipelined)".to_string(), |w| format!("{w:.3} s"));
     println!(
-        "proof {i}: {wall}  witness {:.1} ms | eval {:.1} | H (NTT) {:.1} | MSM A {:.1} | \
+        "proof {i}: {wall}  witness {:.1} ms | eval {:.1} | H {}{:.1} | MSM A {:.1} | \
          B G2 {:.1} | B G1 {:.1} | H {:.1} | L {:.1} | assembly {:.1} (ms)",
         t.witness_ms,
         t.eval_ms,
+        if t.eval_on_gpu {
+            "(upload, GPU eval, NTT) "
+        } else {
+            "(NTT) "
+        },
         t.h_ntt_ms,
         t.msm_a_ms,
         t.msm_b_g2_ms,
@@ -166,7 +194,7 @@ fn print_timings(i: usize, t: &ProofTimings, wall_s: Option<f64>) {
     );
 }
 
-fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
+fn make_prover(args: &Args, pk: ProvingKey, r1cs: Option<Arc<SparseR1cs>>) -> Result<Prover> {
     let t = Instant::now();
     let p = if args.cpu {
         Prover::cpu(pk)?
@@ -179,6 +207,10 @@ fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
     } else {
         (p, 0)
     };
+    let p = match r1cs {
+        Some(r) => p.with_r1cs(r)?,
+        None => p,
+    };
     println!(
         "prover: {:?} backend, {pre} of 5 queries precomputed, streamed from host memory: {:?}, \
          ready in {:.2} s",
@@ -189,10 +221,18 @@ fn make_prover(args: &Args, pk: ProvingKey) -> Result<Prover> {
     Ok(p)
 }
 
-fn make_multi(args: &Args, pk: ProvingKey) -> Result<MultiGpuProver> {
+fn make_multi(
+    args: &Args,
+    pk: ProvingKey,
+    r1cs: Option<Arc<SparseR1cs>>,
+) -> Result<MultiGpuProver> {
     let t = Instant::now();
     let devices: Vec<i32> = (0..args.devices as i32).collect();
     let m = MultiGpuProver::new(pk, &devices, args.workers)?.with_check_witness(args.check_witness);
+    let m = match r1cs {
+        Some(r) => m.with_r1cs(r)?,
+        None => m,
+    };
     println!(
         "prover: MultiGpuProver on GPUs {devices:?}, {} workers each, proofs admitted at once \
          per GPU {:?}, streamed from host memory: {:?}, ready in {:.2} s",
@@ -287,7 +327,6 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     })?;
     let pvk = ark_groth16::prepare_verifying_key(&pk.vk);
     if args.multi() {
-        let multi = make_multi(args, pk)?;
         let t = Instant::now();
         let parts = (0..args.proofs)
             .map(|_| {
@@ -301,9 +340,19 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
             parts.len(),
             t.elapsed().as_secs_f64()
         );
+        // Every partition has the circuit's matrices: one shared copy,
+        // evaluated on the GPU.
+        let r1cs = match parts.first() {
+            Some(w) => sparse(args, Arc::new(w.matrices.clone()))?,
+            None => None,
+        };
+        let multi = make_multi(args, pk, r1cs.clone())?;
         let jobs: Vec<_> = parts
             .iter()
-            .map(|w| w.job(Fr::rand(rng), Fr::rand(rng)))
+            .map(|w| ProofJob {
+                matrices: r1cs.as_ref().map_or(&w.matrices, |r| r.matrices()),
+                ..w.job(Fr::rand(rng), Fr::rand(rng))
+            })
             .collect();
         let proofs = multi_batch(&multi, &jobs)?;
         for (i, (w, proof)) in parts.iter().zip(&proofs).enumerate() {
@@ -314,7 +363,7 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         println!("batch: all {} proofs verified by ark-groth16", proofs.len());
         return Ok(());
     }
-    let prover = make_prover(args, pk)?;
+    let prover = make_prover(args, pk, None)?;
     if args.batch {
         let parts: Vec<Sha256Chain> = (0..args.proofs)
             .map(|_| {
@@ -371,7 +420,7 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let k = args.log_constraints;
     let porep = args.circuit == CircuitKind::Porep;
     let t = Instant::now();
-    let w = if porep {
+    let mut w = if porep {
         cuzk_prover::synthetic::PorepShaped::new(k, 1, args.seed).matrices()?
     } else {
         RandomCircuit::fill_domain(k, 8, 0, args.seed).matrices()?
@@ -396,18 +445,27 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         "key: random points, made in {:.2} s (proofs are timed, not verified)",
         t.elapsed().as_secs_f64()
     );
+    // The matrices move into one shared copy (the jobs borrow it) that the
+    // GPU evaluates.
+    let matrices = Arc::new(std::mem::take(&mut w.matrices));
+    let r1cs = sparse(args, matrices.clone())?;
+    let job = |rng: &mut ChaCha20Rng| ProofJob {
+        matrices: &matrices,
+        full_assignment: &w.full_assignment,
+        num_inputs: w.num_inputs,
+        r: Fr::rand(rng),
+        s: Fr::rand(rng),
+    };
     if args.multi() {
-        let multi = make_multi(args, pk)?;
-        let jobs: Vec<_> = (0..args.proofs)
-            .map(|_| w.job(Fr::rand(rng), Fr::rand(rng)))
-            .collect();
+        let multi = make_multi(args, pk, r1cs)?;
+        let jobs: Vec<_> = (0..args.proofs).map(|_| job(rng)).collect();
         multi_batch(&multi, &jobs)?;
         return Ok(());
     }
-    let prover = make_prover(args, pk)?;
+    let prover = make_prover(args, pk, r1cs)?;
     let start = Instant::now();
     for i in 0..args.proofs {
-        let job = w.job(Fr::rand(rng), Fr::rand(rng));
+        let job = job(rng);
         let t = Instant::now();
         let (_proof, timings) = prover.prove_job(&job)?;
         print_timings(i, &timings, Some(t.elapsed().as_secs_f64()));

@@ -17,7 +17,7 @@
 //! (its CPU stage, the evaluation of `A z, B z, C z`, still overlaps the
 //! first's GPU stage), and no proof runs out of memory for want of a plan.
 
-use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result};
+use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result, SparseR1cs};
 use cuzk_alloc::{Budget, BudgetConfig, DeviceMemory, MemSource};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -301,6 +301,32 @@ impl MultiGpuProver {
             l.prover.check_witness = check;
         }
         self
+    }
+
+    /// The same prover holding the circuit's R1CS on every lane (see
+    /// [`Prover::with_r1cs`]: jobs whose matrices are `r1cs.matrices()`
+    /// evaluate `A z`, `B z`, `C z` on their GPU and keep the whole proof
+    /// there). One compact form serves every lane; each GPU keeps it
+    /// resident or streams it as its budget allows. Each lane's admission
+    /// gate is sized again for the new working set.
+    ///
+    /// # Errors
+    /// As [`Prover::with_r1cs`], for the first lane that fails.
+    pub fn with_r1cs(self, r1cs: Arc<SparseR1cs>) -> Result<Self> {
+        let workers = self.workers;
+        let lanes = self
+            .lanes
+            .into_iter()
+            .map(|l| {
+                let prover = l.prover.with_r1cs(r1cs.clone())?;
+                Lane::new(l.device, l.memory, prover, workers)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MultiGpuProver {
+            lanes,
+            workers,
+            timeout: self.timeout,
+        })
     }
 
     /// The same prover, a worker waiting at most `timeout` for admission to

@@ -218,8 +218,9 @@ impl Prover {
     }
 
     /// The queries whose bases stream from host memory on every proof
-    /// (names among "H", "L", "A", "B G1", "B G2"; empty on the CPU path
-    /// and when the whole key is resident).
+    /// (names among "H", "L", "A", "B G1", "B G2"), and "R1CS" when the
+    /// circuit's compact R1CS ([`Prover::with_r1cs`]) streams too; empty on
+    /// the CPU path and when everything is resident.
     pub fn streamed_queries(&self) -> Vec<&'static str> {
         [
             ("H", self.h.is_streamed()),
@@ -227,6 +228,12 @@ impl Prover {
             ("A", self.a.is_streamed()),
             ("B G1", self.b_g1.is_streamed()),
             ("B G2", self.b_g2.is_streamed()),
+            (
+                "R1CS",
+                self.device_r1cs
+                    .as_ref()
+                    .is_some_and(DeviceR1cs::is_streamed),
+            ),
         ]
         .into_iter()
         .filter_map(|(n, s)| s.then_some(n))
