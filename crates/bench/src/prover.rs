@@ -21,6 +21,7 @@ const LAYER: &str = "prover";
 const CPU_PATH: &str = "cuzk prover, CPU path (blst, ark-poly)";
 const VERIFIER: &str = "ark-groth16 verifier";
 const BATCH_IMPL: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers";
+const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one proof)";
 
 /// Sizes (log2 of the constraint domain): `--quick`, default, `--full`.
 pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22, 24]];
@@ -162,15 +163,21 @@ fn one(
     rec: &mut Record,
     rng: &mut rand_chacha::ChaCha20Rng,
     name: &str,
-    (witness, pk): (cuzk_prover::Synthesized, cuzk_prover::ProvingKey),
+    (mut witness, pk): (cuzk_prover::Synthesized, cuzk_prover::ProvingKey),
     cpu: bool,
     extra: Extra<'_>,
 ) -> Result<()> {
     let name = name.to_string();
     {
         step(format!("bench prover: {name}"));
+        // One shared copy of the matrices: the jobs borrow it, and the GPU
+        // prover evaluates it from its compact form.
+        let matrices = std::sync::Arc::new(std::mem::take(&mut witness.matrices));
         let (r, s) = (Fr::rand(rng), Fr::rand(rng));
-        let job = witness.job(r, s);
+        let job = ProofJob {
+            matrices: &matrices,
+            ..witness.job(r, s)
+        };
         let n = job.matrices.num_constraints;
         let verify = |rec: &mut Record, who: &str, p: &Proof| -> Result<()> {
             if let Some((pvk, inputs)) = &extra.verify {
@@ -200,6 +207,19 @@ fn one(
         // One copy of the key in host memory for every prover below.
         let pk = std::sync::Arc::new(pk);
         let prover = Prover::with_shared_key(pk.clone(), mem.clone())?;
+        // The path before GPU evaluation, once, for comparison.
+        let (ms, host_eval) = once_ms(|| prove(&prover, &job));
+        let host_eval = host_eval?.0;
+        rec.figure(
+            LAYER,
+            name.clone(),
+            GPU_HOST_EVAL,
+            n,
+            ms,
+            "wall, host to host",
+        );
+        let r1cs = std::sync::Arc::new(cuzk_prover::SparseR1cs::new(matrices.clone())?);
+        let prover = prover.with_r1cs(r1cs.clone())?;
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
         let mut proofs = Vec::new();
         for _ in 0..3 {
@@ -221,6 +241,23 @@ fn one(
         if let Some(w) = &want {
             rec.checks.values(LAYER, what, CPU_PATH, n, &got, w);
         }
+        rec.checks.values(
+            LAYER,
+            format!("{name}: cuzk prover, GPU evaluation of A z, B z, C z"),
+            GPU_HOST_EVAL,
+            n,
+            &got,
+            &host_eval,
+        );
+        let on_gpu = runs.iter().all(|r| r.1.eval_on_gpu);
+        rec.checks.values(
+            LAYER,
+            format!("{name}: A z, B z, C z evaluated on the GPU"),
+            "Prover::with_r1cs",
+            n,
+            &on_gpu,
+            &true,
+        );
         verify(rec, "cuzk prover, GPU", &got)?;
         rec.figure(
             LAYER,
@@ -232,13 +269,16 @@ fn one(
         );
         type Stage = (&'static str, fn(&ProofTimings) -> f64);
         let stages: [Stage; 7] = [
-            ("cuzk GPU stage: H (7 NTTs + quotient)", |t| t.h_ntt_ms),
+            (
+                "cuzk GPU stage: H (z upload, A z B z C z, 7 NTTs + quotient)",
+                |t| t.h_ntt_ms,
+            ),
             ("cuzk GPU stage: MSM A (G1)", |t| t.msm_a_ms),
             ("cuzk GPU stage: MSM B (G2)", |t| t.msm_b_g2_ms),
             ("cuzk GPU stage: MSM B (G1)", |t| t.msm_b_g1_ms),
             ("cuzk GPU stage: MSM H (G1)", |t| t.msm_h_ms),
             ("cuzk GPU stage: MSM L (G1)", |t| t.msm_l_ms),
-            ("cuzk GPU stage: evaluation + assembly (CPU)", |t| {
+            ("cuzk host stage: job checks + assembly (CPU)", |t| {
                 t.eval_ms + t.assembly_ms
             }),
         ];
@@ -253,7 +293,14 @@ fn one(
             );
         }
         if let Some(cap) = extra.batch {
-            batch(rec, &name, (pk.clone(), &witness), (&job, &got), rng, cap)?;
+            batch(
+                rec,
+                &name,
+                (pk.clone(), &witness, &r1cs),
+                (&job, &got),
+                rng,
+                cap,
+            )?;
         }
         // The prover (with `mem`) holds the only other reference to the key:
         // the peer drops both before supraseal-c2 loads its own copy.
@@ -307,9 +354,10 @@ fn reset_host_peak() {
 fn batch(
     rec: &mut Record,
     name: &str,
-    (pk, witness): (
+    (pk, witness, r1cs): (
         std::sync::Arc<cuzk_prover::ProvingKey>,
         &cuzk_prover::Synthesized,
+        &std::sync::Arc<cuzk_prover::SparseR1cs>,
     ),
     (job, ours): (&ProofJob<'_>, &Proof),
     rng: &mut rand_chacha::ChaCha20Rng,
@@ -330,11 +378,18 @@ fn batch(
         u64::MAX,
     )?;
     let multi =
-        cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?;
+        cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?
+            .with_r1cs(r1cs.clone())?;
     let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
         .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
         .collect();
-    let jobs: Vec<ProofJob<'_>> = rs.iter().map(|&(r, s)| witness.job(r, s)).collect();
+    let jobs: Vec<ProofJob<'_>> = rs
+        .iter()
+        .map(|&(r, s)| ProofJob {
+            matrices: r1cs.matrices(),
+            ..witness.job(r, s)
+        })
+        .collect();
     // A warm-up proof: tables, pools and the first use of the key.
     multi.prove_on(0, &jobs[0])?;
     reset_host_peak();

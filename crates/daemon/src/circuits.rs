@@ -14,7 +14,7 @@
 use crate::{Error, Result};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use cuzk_alloc::DeviceMemory;
-use cuzk_prover::{ConstraintMatrices, MultiGpuProver, ProvingKey};
+use cuzk_prover::{ConstraintMatrices, MultiGpuProver, ProvingKey, SparseR1cs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,8 +67,10 @@ pub struct LoadedCircuit {
     pub id: String,
     /// The key on every lane.
     pub prover: MultiGpuProver,
-    /// The R1CS matrices.
-    pub matrices: ConstraintMatrices,
+    /// The R1CS matrices, shared with the GPU lanes' compact form (jobs
+    /// borrow this copy, so that the GPUs evaluate `A z`, `B z`, `C z`:
+    /// `cuzk_prover::Prover::with_r1cs`).
+    pub matrices: Arc<ConstraintMatrices>,
     /// Instance variables, the constant one included.
     pub num_inputs: usize,
     /// Length of the full assignment.
@@ -361,15 +363,22 @@ impl Registry {
         let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE))?;
         check_agree(id, &pk, &r1cs)?;
         let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
-        let host_bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
+        let mut host_bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
+        let matrices = Arc::new(r1cs.matrices);
         let prover = match &self.lanes {
-            Lanes::Gpu(m) => MultiGpuProver::with_memories(pk, m, self.workers)?,
+            Lanes::Gpu(m) => {
+                // The compact form the GPUs evaluate, built once for every
+                // lane (8 bytes an entry for PoRep-shaped circuits).
+                let sparse = Arc::new(SparseR1cs::new(matrices.clone())?);
+                host_bytes += sparse.bytes();
+                MultiGpuProver::with_memories(pk, m, self.workers)?.with_r1cs(sparse)?
+            }
             Lanes::Cpu(n) => MultiGpuProver::cpu(pk, *n, self.workers)?,
         };
         Ok(LoadedCircuit {
             id: id.to_string(),
             prover,
-            matrices: r1cs.matrices,
+            matrices,
             num_inputs: r1cs.num_inputs,
             num_variables: r1cs.num_variables,
             host_bytes,
