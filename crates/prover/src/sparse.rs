@@ -142,12 +142,8 @@ impl SparseR1cs {
         max_entries: usize,
     ) -> Result<Self> {
         let nc = matrices.num_constraints;
-        let mut parts: [Vec<RowChunk>; 3] = Default::default();
-        let mut num_variables = 0;
-        for (k, (name, m)) in [("A", &matrices.a), ("B", &matrices.b), ("C", &matrices.c)]
-            .into_iter()
-            .enumerate()
-        {
+        let named = [("A", &matrices.a), ("B", &matrices.b), ("C", &matrices.c)];
+        for (name, m) in named {
             if m.len() != nc {
                 return Err(Error::InvalidArgument(format!(
                     "matrix {name} has {} rows but the system has {nc} constraints; build the \
@@ -155,10 +151,15 @@ impl SparseR1cs {
                     m.len()
                 )));
             }
-            let (chunks, vars) = compact(m, name, max_rows.max(1), max_entries.max(1))?;
-            parts[k] = chunks;
-            num_variables = num_variables.max(vars);
         }
+        // The three matrices at once (each on all cores too, chunk by chunk).
+        let built = named
+            .into_par_iter()
+            .map(|(name, m)| compact(m, name, max_rows.max(1), max_entries.max(1)))
+            .collect::<Result<Vec<_>>>()?;
+        let num_variables = built.iter().map(|(_, v)| *v).max().unwrap_or(0);
+        let mut built = built.into_iter().map(|(c, _)| c);
+        let parts = [(); 3].map(|()| built.next().unwrap_or_default());
         Ok(SparseR1cs {
             matrices,
             num_variables,
@@ -316,8 +317,12 @@ fn chunk(rows: &[Vec<(Fr, usize)>], first_row: usize, name: &str) -> Result<(Row
     }
     let row_words = rows.len().div_ceil(2);
     let mut words = vec![0u64; row_words + entries];
-    let mut table = vec![Fr::ONE, -Fr::ONE];
+    let (one, minus_one) = (Fr::ONE, -Fr::ONE);
+    let mut table = vec![one, minus_one];
     let mut index: HashMap<Fr, u32> = HashMap::new();
+    // The last coefficient looked up: runs of one value (2 in XOR gates)
+    // skip the hash.
+    let mut last: Option<(Fr, u32)> = None;
     let mut vars = 0usize;
     let mut k = 0usize;
     for (i, row) in rows.iter().enumerate() {
@@ -328,15 +333,19 @@ fn chunk(rows: &[Vec<(Fr, usize)>], first_row: usize, name: &str) -> Result<(Row
                     first_row + i
                 ))
             })?;
-            let ci = if coeff == Fr::ONE {
+            let ci = if coeff == one {
                 COEFF_ONE
-            } else if coeff == -Fr::ONE {
+            } else if coeff == minus_one {
                 COEFF_MINUS_ONE
+            } else if let Some((_, k)) = last.filter(|(c, _)| *c == coeff) {
+                k
             } else {
-                *index.entry(coeff).or_insert_with(|| {
+                let k = *index.entry(coeff).or_insert_with(|| {
                     table.push(coeff);
                     (table.len() - 1) as u32
-                })
+                });
+                last = Some((coeff, k));
+                k
             };
             words[row_words + k] = u64::from(col32) | (u64::from(ci) << 32);
             vars = vars.max(col + 1);
