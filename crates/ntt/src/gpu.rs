@@ -426,9 +426,11 @@ impl GpuNtt {
         }
         let f = match factor {
             Some(v) => {
+                // Stream-ordered: freeing it does not wait for the whole
+                // device (other workers' kernels).
                 let mut f = self
                     .mem
-                    .alloc::<Fr>(1, Strategy::Sync, &self.stream, None)?;
+                    .alloc::<Fr>(1, Strategy::Async, &self.stream, None)?;
                 f.copy_from_host(&[v])?;
                 Some(f)
             }

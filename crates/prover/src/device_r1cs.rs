@@ -23,18 +23,18 @@ pub(crate) struct DeviceR1cs {
     resident: Option<Vec<DeviceBuffer<u64>>>,
     sparse: Arc<SparseR1cs>,
     mem: Arc<DeviceMemory>,
-    /// The stream the streamed chunks are copied on.
-    copy_stream: Stream,
 }
 
 impl DeviceR1cs {
     /// `sparse` on the GPU of `mem`: resident (uploaded once) when the
     /// budget's available bytes hold it with `reserve` bytes to spare (one
     /// proof's working set), else streamed (its chunks page-locked, for
-    /// DMA). A resident upload that finds the budget short streams instead.
+    /// DMA; where the system refuses to lock that much, the rest streams
+    /// from pageable memory, slower, with a warning). A resident upload
+    /// that finds the budget short streams instead.
     ///
     /// # Errors
-    /// CUDA errors of the uploads or of page-locking.
+    /// CUDA errors of the uploads.
     pub(crate) fn place(
         sparse: Arc<SparseR1cs>,
         mem: Arc<DeviceMemory>,
@@ -67,8 +67,19 @@ impl DeviceR1cs {
                 // SAFETY: the words belong to `sparse`, held by this value
                 // (an `Arc`, never mutated: chunks are built once) and
                 // dropped after `locks` (field order).
-                if let Some(l) = unsafe { page_lock(&c.words) }? {
-                    locks.push(l);
+                match unsafe { page_lock(&c.words) } {
+                    Ok(Some(l)) => locks.push(l),
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(
+                            target: "cuzk_prover",
+                            "page-locking the streamed R1CS failed after {} of {} chunks ({e}); \
+                             the rest streams from pageable memory, more slowly",
+                            locks.len(),
+                            sparse.num_chunks()
+                        );
+                        break;
+                    }
                 }
             }
         }
@@ -77,7 +88,6 @@ impl DeviceR1cs {
             resident,
             sparse,
             mem,
-            copy_stream,
         })
     }
 
@@ -141,7 +151,7 @@ impl DeviceR1cs {
         }
         z.stream().synchronize()?;
         out.stream().synchronize()?;
-        let mut bad = self.mem.alloc::<u32>(1, Strategy::Sync, stream, None)?;
+        let mut bad = self.mem.alloc::<u32>(1, Strategy::Async, stream, None)?;
         bad.copy_from_host(&[0])?;
         let out_ptr = out.as_mut_ptr();
         let bad_ptr = bad.as_mut_ptr();
@@ -215,9 +225,12 @@ impl DeviceR1cs {
         let Some(first) = chunks.first() else {
             return Ok(());
         };
+        // A copy stream of this call's own: the workers of one GPU stream
+        // their chunks side by side.
+        let copy_stream = Stream::new(self.mem.device())?;
         let alloc = |c: &RowChunk| {
             self.mem
-                .alloc::<u64>(c.words.len(), Strategy::Async, &self.copy_stream, None)
+                .alloc::<u64>(c.words.len(), Strategy::Async, &copy_stream, None)
         };
         let copy = |mut d: DeviceBuffer<u64>, c: &RowChunk| -> Result<DeviceBuffer<u64>> {
             d.copy_from_host(&c.words)?;

@@ -19,16 +19,29 @@ const SCALAR_BYTES: u64 = 32;
 /// stage for the key `pk` (documented on
 /// [`crate::Prover::working_set_bytes`]); `full_twiddle_bytes` is what the
 /// NTT engine's full twiddle tables of the root and its inverse take at the
-/// key's domain (zero on the CPU path). `device_eval`: the R1CS is
-/// evaluated on the GPU from a device-resident assignment, with streamed
-/// chunks' buffers of that many bytes (0 when resident); the assignment
-/// then stays on the device through the H stage (beside two of its
-/// vectors, and a chunk buffer) and the MSMs.
+/// key's domain (zero on the CPU path). `device_eval`: the prover may
+/// evaluate the R1CS on the GPU from a device-resident assignment, with
+/// streamed chunks' buffers of that many bytes (0 when resident); the
+/// assignment then stays on the device through the H stage (beside two of
+/// its vectors, and a chunk buffer) and the MSMs, which also take a
+/// compacted query's indices (4 bytes a variable). Jobs of other matrices
+/// and checked ones still evaluate on the CPU, so the figure is the larger
+/// of the two paths.
 pub(crate) fn working_set_bytes(
     pk: &ProvingKey,
     full_twiddle_bytes: u64,
     device_eval: Option<u64>,
 ) -> u64 {
+    let host = path_bytes(pk, full_twiddle_bytes, None);
+    match device_eval {
+        None => host,
+        Some(_) => host.max(path_bytes(pk, full_twiddle_bytes, device_eval)),
+    }
+}
+
+/// [`working_set_bytes`] of one path: evaluations from the host (`None`)
+/// or on the GPU (streamed chunk buffers of `Some` bytes).
+fn path_bytes(pk: &ProvingKey, full_twiddle_bytes: u64, device_eval: Option<u64>) -> u64 {
     let n = (pk.h_query.len() as u64 + 1).next_power_of_two();
     let log_n = n.trailing_zeros();
     // Twiddle tables: the root, its inverse and two coset shifts, each a
@@ -57,7 +70,11 @@ pub(crate) fn working_set_bytes(
     .into_iter()
     .max()
     .unwrap_or(0)
-    .saturating_add(if device_eval.is_some() { z } else { 0 });
+    .saturating_add(if device_eval.is_some() {
+        z.saturating_add(4 * vars)
+    } else {
+        0
+    });
     h_stage.saturating_add(msm_stage)
 }
 

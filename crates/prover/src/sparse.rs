@@ -35,8 +35,9 @@ const COEFF_MINUS_ONE: u32 = 1;
 /// - the end of each row's entries, a `u32` a row counted from the chunk's
 ///   first entry (two a word, the last word padded);
 /// - the entries, a word each: the column (low 32 bits) and the index of
-///   its coefficient in the chunk's table (high 32 bits);
-/// - the table: the chunk's distinct coefficients, Fr in Montgomery form
+///   its coefficient in the chunk's table (high 32 bits), then a word of
+///   padding when the table would start at an odd word;
+/// - the table (16-byte aligned): the chunk's distinct coefficients, Fr in Montgomery form
 ///   (four words each), starting with 1 and -1, which the evaluation adds
 ///   and subtracts without a multiplication.
 ///
@@ -82,9 +83,11 @@ impl RowChunk {
         self.rows.div_ceil(2)
     }
 
-    /// Word offset of the coefficient table.
+    /// Word offset of the coefficient table: after the entries, rounded
+    /// up to an even word, so that each coefficient is 16-byte aligned on
+    /// the device (the kernel reads Fr as two 16-byte loads).
     pub(crate) fn table_offset(&self) -> usize {
-        self.row_end_words() + self.entries
+        table_offset(self.rows, self.entries)
     }
 
     /// End of row `i`'s entries, counted from the chunk's first entry.
@@ -104,7 +107,8 @@ impl RowChunk {
         let table: Vec<Fr> = (0..self.coefficients)
             .map(|k| self.coefficient(k))
             .collect();
-        let entries = &self.words[self.row_end_words()..self.table_offset()];
+        let first = self.row_end_words();
+        let entries = &self.words[first..first + self.entries];
         let mut lo = 0;
         for (i, o) in out.iter_mut().enumerate() {
             let hi = self.row_end(i);
@@ -271,6 +275,11 @@ impl SparseR1cs {
     }
 }
 
+/// Word offset of a chunk's table (see [`RowChunk::table_offset`]).
+fn table_offset(rows: usize, entries: usize) -> usize {
+    (rows.div_ceil(2) + entries).next_multiple_of(2)
+}
+
 /// The chunks of one matrix and one more than its largest column.
 fn compact(
     m: &Matrix<Fr>,
@@ -316,7 +325,7 @@ fn chunk(rows: &[Vec<(Fr, usize)>], first_row: usize, name: &str) -> Result<(Row
         )));
     }
     let row_words = rows.len().div_ceil(2);
-    let mut words = vec![0u64; row_words + entries];
+    let mut words = vec![0u64; table_offset(rows.len(), entries)];
     let (one, minus_one) = (Fr::ONE, -Fr::ONE);
     let mut table = vec![one, minus_one];
     let mut index: HashMap<Fr, u32> = HashMap::new();
@@ -432,6 +441,8 @@ mod tests {
                 for k in 0..3 {
                     let mut next = 0;
                     for c in s.part(k) {
+                        assert_eq!(c.table_offset() % 2, 0, "16-byte aligned table");
+                        assert_eq!(c.words.len(), c.table_offset() + 4 * c.coefficients);
                         assert_eq!(c.first_row, next);
                         assert!(c.rows <= max_rows);
                         assert!(c.entries <= max_entries || c.rows == 1);
@@ -468,6 +479,8 @@ mod tests {
             assert_eq!(c.coefficient(2), two);
             assert_eq!(c.coefficient(COEFF_MINUS_ONE as usize), -Fr::ONE);
         }
+        // 100 rows: 50 words of row ends, 500 entries, 3 coefficients of 4
+        // words (the table already at an even word).
         assert_eq!(s.bytes(), 3 * 8 * (50 + 500 + 12));
         assert_eq!(s.num_variables(), 4);
     }
