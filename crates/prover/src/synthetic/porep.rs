@@ -7,8 +7,11 @@
 //! bits (each with a booleanity constraint `b (1 - b) = 0`) and going on
 //! with XOR (`2x y = x + y - z`), AND (`x y = z`) and OR (`x y = x + y -
 //! z`) gates over bits of the same block's recent past, plus rare packings
-//! of 32 bits into one value (`1 * sum_i 2^i b_i = v`). The gates' mix
-//! gives the SHA-256 chain's witness shape (cuzk-prover's bundled chain:
+//! of 32 bits into one value (`1 * sum_i 2^i b_i = v`), and booleanity
+//! checks of recent bits that allocate nothing (2 of every 5 constraints
+//! after the seed bits), so that the variables number about 0.6 of the
+//! constraints and the key matches Filecoin's in size (about 47 GiB at
+//! 2^27). The gates' mix gives the SHA-256 chain's witness shape (cuzk-prover's bundled chain:
 //! about 58% zeros, 42% ones, 0.06% other). Public input
 //! i packs the first 64 bits of block i. Blocks are independent, so the
 //! matrices and the witness are built on all cores: 2^27 constraints in
@@ -33,6 +36,14 @@ const WINDOW: usize = 512;
 const PACK_PER_MILLION: u32 = 600;
 /// Bits a packing sums.
 const PACK_BITS: usize = 32;
+/// Of every [`CHECK_PERIOD`] constraints after a block's seed bits, the
+/// first this many are booleanity checks `b (1 - b) = 0` of a recent bit,
+/// which allocate no variable: the circuit then has about 0.6 variables a
+/// constraint, and its key at 2^27 about Filecoin's size (47 GiB: 2^27 H
+/// points and 0.6 x 2^27 A, B (G1, G2) and L points).
+const CHECKS_PER_PERIOD: usize = 2;
+/// See [`CHECKS_PER_PERIOD`].
+const CHECK_PERIOD: usize = 5;
 /// Gates: XOR below this percentile, AND up to the next, OR above. With p
 /// the share of ones among a block's bits, the next gate's output is 1
 /// with probability 0.5 (2p(1 - p)) + 0.32 p^2 + 0.18 (2p - p^2), whose
@@ -109,6 +120,20 @@ impl PorepShaped {
         Ok(())
     }
 
+    /// Whether gate `j` of a block (its constraints less the input
+    /// packing) is a booleanity check, allocating no variable.
+    fn is_check(j: usize) -> bool {
+        j >= SEED_BITS && (j - SEED_BITS) % CHECK_PERIOD < CHECKS_PER_PERIOD
+    }
+
+    /// Variables a block of `gates` gates allocates.
+    fn allocated(gates: usize) -> usize {
+        let after = gates.saturating_sub(SEED_BITS);
+        let checks = (after / CHECK_PERIOD) * CHECKS_PER_PERIOD
+            + (after % CHECK_PERIOD).min(CHECKS_PER_PERIOD);
+        gates - checks
+    }
+
     /// Block `k`: `len` constraints, its witness variables from column
     /// `first` on.
     fn block(&self, k: usize, len: usize, first: usize) -> Block {
@@ -121,14 +146,16 @@ impl PorepShaped {
             a: Vec::with_capacity(len),
             b: Vec::with_capacity(len),
             c: Vec::with_capacity(len),
-            w: Vec::with_capacity(gates),
+            w: Vec::with_capacity(Self::allocated(gates)),
             input: Fr::zero(),
         };
-        let mut is_bit: Vec<bool> = Vec::with_capacity(gates);
+        let mut is_bit: Vec<bool> = Vec::with_capacity(Self::allocated(gates));
         let one = Fr::one();
         let two = Fr::from(2u64);
         for j in 0..gates {
-            let col = first + j;
+            // The next variable's index in the block, and its column.
+            let nw = blk.w.len();
+            let col = first + nw;
             if j < SEED_BITS {
                 let v = if vrng.gen::<bool>() { one } else { Fr::zero() };
                 blk.a.push(vec![(one, col)]);
@@ -140,11 +167,18 @@ impl PorepShaped {
             }
             // A recent bit of this block.
             let pick = |rng: &mut StdRng| loop {
-                let i = j - 1 - rng.gen_range(0..j.min(WINDOW));
+                let i = nw - 1 - rng.gen_range(0..nw.min(WINDOW));
                 if is_bit[i] {
                     return i;
                 }
             };
+            if Self::is_check(j) {
+                let x = pick(&mut rng);
+                blk.a.push(vec![(one, first + x)]);
+                blk.b.push(vec![(one, 0), (-one, first + x)]);
+                blk.c.push(Vec::new());
+                continue;
+            }
             let r = rng.gen_range(0..1_000_000u32);
             if r < PACK_PER_MILLION {
                 let bits: Vec<usize> = (0..PACK_BITS).map(|_| pick(&mut rng)).collect();
@@ -225,7 +259,7 @@ impl PorepShaped {
         let mut at = ni;
         for k in 0..blocks {
             firsts.push(at);
-            at += gates(k);
+            at += Self::allocated(gates(k));
         }
         let built: Vec<Block> = (0..blocks)
             .into_par_iter()
@@ -317,6 +351,17 @@ mod tests {
         assert_eq!(w.num_inputs, 3);
         assert!(is_satisfied(&w));
         assert_eq!(w.matrices.a.len(), w.matrices.num_constraints);
+        // About 0.6 variables a constraint (the key's size, module docs),
+        // every one of them named by some row.
+        let ratio = w.full_assignment.len() as f64 / w.matrices.num_constraints as f64;
+        assert!((0.59..0.62).contains(&ratio), "{ratio}");
+        let mut named = vec![false; w.full_assignment.len()];
+        for m in [&w.matrices.a, &w.matrices.b, &w.matrices.c] {
+            for &(_, j) in m.iter().flatten() {
+                named[j] = true;
+            }
+        }
+        assert!(named.iter().all(|&u| u));
         // Domain exactly 2^17.
         assert_eq!(
             crate::qap::domain_log_size(w.matrices.num_constraints, w.num_inputs).unwrap(),
