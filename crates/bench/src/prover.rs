@@ -53,6 +53,10 @@ fn peer_reps(k: u32) -> usize {
 const BATCH_PARTITIONS: usize = 10;
 /// Workers on the GPU in a batch row (the seed workload's 2).
 const BATCH_WORKERS: usize = 2;
+/// Disk left free when caching a PoRep-shaped key (supraseal-c2's
+/// parameter files of the same size go there too).
+const KEEP_FREE_BYTES: u64 = 24 << 30;
+
 /// The seed workload's card: a 16 GiB budget for the capped batch rows.
 const CARD_16_GIB: u64 = 16 << 30;
 
@@ -113,9 +117,20 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     for &k in run.size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]) {
         let name = format!("Groth16 proof 2^{k}, PoRep-shaped");
         step(format!("bench prover: {name}: circuit and key"));
-        let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, rng.gen());
+        let seed: u64 = rng.gen();
+        let key_seed: u64 = rng.gen();
+        let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, seed);
         let w = c.matrices()?;
-        let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng)?;
+        let (pk, _) = cuzk_prover::synthetic::cached_key(
+            &std::env::temp_dir().join("cuzk-bench-keys"),
+            &format!("porep-2^{k}-i1-s{seed:x}-k{key_seed:x}"),
+            KEEP_FREE_BYTES,
+            || {
+                let mut krng =
+                    <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(key_seed);
+                cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut krng)
+            },
+        )?;
         let extra = Extra {
             peer: true,
             batch: batch_for(run, k, true),

@@ -17,7 +17,8 @@
 //!   key of random points (fast setup): proofs are timed, not verified.
 //! - `porep`: `cuzk_prover::synthetic::PorepShaped`, Filecoin PoRep C2's
 //!   shape (a witness of bits, sparse A and B queries) filling 2^k, with a
-//!   key of random points: timed, not verified. A batch of 10 partitions
+//!   key of random points: timed, not verified. Synthetic keys are cached
+//!   under the keys directory where the disk keeps 16 GiB free. A batch of 10 partitions
 //!   at 2^27 with 2 workers under a 16 GiB budget:
 //!   `CUZK_DEVICE_MEMORY_LIMIT=16GiB prove --circuit porep
 //!   --log-constraints 27 --batch --proofs 10 --workers 2`.
@@ -132,6 +133,10 @@ fn sparse(args: &Args, matrices: Arc<ConstraintMatrices>) -> Result<Option<Arc<S
     );
     Ok(Some(Arc::new(s)))
 }
+
+/// Disk left free when caching a synthetic key (the rest of a run's files,
+/// supraseal-c2's parameters among them, need room too).
+const KEEP_FREE_BYTES: u64 = 16 << 30;
 
 fn keys_dir(args: &Args) -> PathBuf {
     args.keys_dir.clone().unwrap_or_else(|| {
@@ -435,14 +440,22 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
-    let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);
-    let pk = if porep {
-        cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut krng)?
-    } else {
-        random_key_for(&w, &mut krng)?
-    };
+    let name = format!(
+        "{}-2^{k}-s{}",
+        if porep { "porep" } else { "synthetic" },
+        args.seed
+    );
+    let (pk, origin) =
+        cuzk_prover::synthetic::cached_key(&keys_dir(args), &name, KEEP_FREE_BYTES, || {
+            let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);
+            if porep {
+                cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut krng)
+            } else {
+                random_key_for(&w, &mut krng)
+            }
+        })?;
     println!(
-        "key: random points, made in {:.2} s (proofs are timed, not verified)",
+        "key: random points, {origin:?} in {:.2} s (proofs are timed, not verified)",
         t.elapsed().as_secs_f64()
     );
     // The matrices move into one shared copy (the jobs borrow it) that the

@@ -8,10 +8,13 @@
 //! key of random points of the right shape ([`random_key`]: proofs against
 //! it time the prover but do not verify); and a circuit shaped like
 //! Filecoin PoRep C2's partitions ([`PorepShaped`]: a witness of bits,
-//! sparse A and B, built on all cores at 2^27).
+//! sparse A and B, built on all cores at 2^27). Keys can be cached on
+//! disk where the file system has room ([`cached_key`]).
 
+mod cache;
 mod porep;
 
+pub use cache::{cached_key, KeyOrigin};
 pub use porep::{is_satisfied, PorepShaped};
 
 use crate::{qap, ConstraintMatrices, Error, Fr, ProvingKey, Result, Synthesized};
