@@ -1093,11 +1093,20 @@ fn gpu_r1cs_evaluation_matches_cpu() {
             .with_r1cs(r1cs.clone())
             .unwrap();
         let jobs: Vec<ProofJob<'_>> = (0..4).map(|_| job(&mut rng)).collect();
-        for (j, o) in jobs.iter().zip(multi.prove_batch(&jobs, None).unwrap()) {
+        let d0 = multi.device_clock_ms(0).unwrap().expect("a GPU lane");
+        let out = multi.prove_batch(&jobs, None).unwrap();
+        let d1 = multi.device_clock_ms(0).unwrap().expect("a GPU lane");
+        let mut timings = Vec::new();
+        for (j, o) in jobs.iter().zip(out) {
             let (got, t, _) = o.unwrap();
             assert!(t.eval_on_gpu, "{name}");
+            let (a, b) = t.gpu_stage_device_ms.expect("device times");
+            assert!(d0 <= a && a <= b && b <= d1, "{name}: {d0} {a} {b} {d1}");
             assert_eq!(got, cpu.prove_job(j).unwrap().0, "{name}: batch");
+            timings.push(t);
         }
+        let busy = cuzk_prover::gpu_busy_fraction_device(&timings, d0, d1).unwrap();
+        assert!(busy > 0.0 && busy <= 1.0, "{name}: busy {busy}");
         drop(multi);
         mem.check_all_returned().unwrap();
     }

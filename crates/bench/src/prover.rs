@@ -409,9 +409,11 @@ fn batch(
     // A warm-up proof: tables, pools and the first use of the key.
     multi.prove_on(0, &jobs[0])?;
     reset_host_peak();
+    let d0 = multi.device_clock_ms(0)?;
     let t0 = std::time::Instant::now();
     let out = multi.prove_batch(&jobs, None)?;
     let t1 = std::time::Instant::now();
+    let d1 = multi.device_clock_ms(0)?;
     let mut timings = Vec::new();
     let mut first = None;
     for (i, o) in out.into_iter().enumerate() {
@@ -426,7 +428,13 @@ fn batch(
         workers: BATCH_WORKERS,
         cap_bytes: cap,
         wall_ms: (t1 - t0).as_secs_f64() * 1e3,
-        busy_fraction: cuzk_prover::gpu_busy_fraction(&timings, t0, t1).unwrap_or(0.0),
+        // CUDA events: the union of the proofs' GPU stages on the device's
+        // clock over the batch's window on the same clock.
+        busy_fraction: match (d0, d1) {
+            (Some(a), Some(b)) => cuzk_prover::gpu_busy_fraction_device(&timings, a, b),
+            _ => cuzk_prover::gpu_busy_fraction(&timings, t0, t1),
+        }
+        .unwrap_or(0.0),
         device_peak_bytes: mem.budget().peak_claimed_bytes(),
         host_peak_bytes: host_peak_bytes(),
         streamed_bytes: timings.first().map_or(0, |t| t.streamed_bytes),

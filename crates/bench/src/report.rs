@@ -45,8 +45,8 @@ pub(crate) struct Batch {
     pub(crate) cap_bytes: Option<u64>,
     /// Wall time of the batch, milliseconds.
     pub(crate) wall_ms: f64,
-    /// Fraction of the wall time with a proof in its GPU stage
-    /// (`cuzk_prover::gpu_busy_fraction`).
+    /// Fraction of the batch's time with a proof in its GPU stage, from
+    /// CUDA events (`cuzk_prover::gpu_busy_fraction_device`).
     pub(crate) busy_fraction: f64,
     /// Peak of the device budget's claims during the batch, bytes (the
     /// resident key included).

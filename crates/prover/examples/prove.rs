@@ -264,9 +264,16 @@ fn multi_batch(
     if let Some(first) = jobs.first() {
         multi.prove_on(0, first)?;
     }
+    let clocks = |m: &MultiGpuProver| -> Result<Vec<Option<f64>>> {
+        (0..m.devices().len())
+            .map(|l| Ok(m.device_clock_ms(l)?))
+            .collect()
+    };
+    let before = clocks(multi)?;
     let t = Instant::now();
     let out = multi.prove_batch(jobs, None)?;
     let end = Instant::now();
+    let after = clocks(multi)?;
     let wall = (end - t).as_secs_f64();
     let mut proofs = Vec::with_capacity(out.len());
     let mut per_device: Vec<(i32, Vec<ProofTimings>)> = Vec::new();
@@ -290,13 +297,17 @@ fn multi_batch(
         jobs.len() as f64 / wall
     );
     for (lane, (device, ts)) in per_device.iter().enumerate() {
-        let busy = cuzk_prover::gpu_busy_fraction(ts, t, end);
+        // CUDA events where the lane has a device clock, else host clocks.
+        let busy = match (before[lane], after[lane]) {
+            (Some(a), Some(b)) => cuzk_prover::gpu_busy_fraction_device(ts, a, b),
+            _ => cuzk_prover::gpu_busy_fraction(ts, t, end),
+        };
         let peak = multi
             .memory(lane)
             .map(|m| m.budget().peak_claimed_bytes())
             .unwrap_or(0);
         println!(
-            "GPU {device}: busy {} of the batch's wall time (union of GPU stages), device memory \
+            "GPU {device}: busy {} of the batch's time (union of GPU stages, CUDA events), device memory \
              peak {} claimed, {} streamed a proof",
             busy.map_or("-".to_string(), |b| format!("{:.1}%", 100.0 * b)),
             cuzk_alloc::fmt_bytes(peak),

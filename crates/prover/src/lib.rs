@@ -83,7 +83,7 @@ pub use multi::{MultiGpuProver, MultiProof, DEFAULT_GPU_WORKERS_PER_DEVICE};
 pub use prover::Prover;
 pub use r1cs::{synthesize, ConstraintMatrices, ProofJob, Synthesized, WitnessShape};
 pub use sparse::SparseR1cs;
-pub use timings::{gpu_busy_fraction, ProofTimings};
+pub use timings::{gpu_busy_fraction, gpu_busy_fraction_device, ProofTimings};
 
 use ark_bls12_381::Bls12_381;
 

@@ -353,6 +353,20 @@ impl MultiGpuProver {
         self.lanes.get(lane).map(|l| &l.prover)
     }
 
+    /// The device clock of lane `lane`'s GPU ([`Prover::device_clock_ms`]):
+    /// read before and after a batch, the window of
+    /// [`crate::gpu_busy_fraction_device`] for the timings of that lane's
+    /// proofs. `None` past the last lane and for CPU lanes.
+    ///
+    /// # Errors
+    /// CUDA errors.
+    pub fn device_clock_ms(&self, lane: usize) -> Result<Option<f64>> {
+        match self.lanes.get(lane) {
+            Some(l) => l.prover.device_clock_ms(),
+            None => Ok(None),
+        }
+    }
+
     /// The device memory of lane `lane` (`None` past the last lane and for
     /// CPU lanes).
     pub fn memory(&self, lane: usize) -> Option<&Arc<DeviceMemory>> {

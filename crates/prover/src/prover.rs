@@ -11,7 +11,7 @@ use ark_bls12_381::{g1, g2};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, UniformRand};
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_alloc::{BudgetConfig, DeviceMemory};
+use cuzk_alloc::{BudgetConfig, DeviceMemory, Event};
 use cuzk_msm::GpuMsm;
 use cuzk_ntt::GpuNtt;
 use std::sync::Arc;
@@ -24,6 +24,19 @@ struct Gpu {
     /// `msm` without witness-shaped classification, for H's MSM (its
     /// coefficients are uniform).
     dense: GpuMsm,
+    /// The device clock's epoch: a CUDA event recorded on the NTT stream
+    /// when the prover was built ([`Prover::device_clock_ms`]).
+    epoch: Event,
+}
+
+impl Gpu {
+    /// Milliseconds from the epoch to an event recorded now on the NTT
+    /// stream (after the work queued there), waited for.
+    fn clock_ms(&self) -> Result<f64> {
+        let e = Event::new(self.ntt.memory().device())?;
+        e.record(self.ntt.stream())?;
+        Ok(f64::from(self.epoch.elapsed_ms(&e)?))
+    }
 }
 
 /// A proof after its CPU stage (the checks and the evaluations `A z`,
@@ -182,6 +195,15 @@ impl Prover {
                 Residency::Streamed
             }))
         };
+        let epoch = match &gpu {
+            Some((ntt, _)) => {
+                let e = Event::new(ntt.memory().device())?;
+                e.record(ntt.stream())?;
+                ntt.stream().synchronize()?;
+                Some(e)
+            }
+            None => None,
+        };
         let d = dense.as_ref();
         let (p1, p2) = (
             std::mem::size_of::<g1::G1Affine>(),
@@ -195,7 +217,13 @@ impl Prover {
         let prover = Prover {
             gpu: gpu
                 .zip(dense)
-                .map(|((ntt, msm), dense)| Gpu { ntt, msm, dense }),
+                .zip(epoch)
+                .map(|(((ntt, msm), dense), epoch)| Gpu {
+                    ntt,
+                    msm,
+                    dense,
+                    epoch,
+                }),
             device_r1cs: None,
             r1cs: None,
             pk,
@@ -397,6 +425,19 @@ impl Prover {
         )
     }
 
+    /// This GPU's clock: milliseconds since the prover was built, read
+    /// from CUDA events (an event recorded now on the prover's stream, after
+    /// the work queued there, against one recorded when it was built);
+    /// `None` on the CPU path. The window to give
+    /// [`crate::gpu_busy_fraction_device`] with the timings of this
+    /// prover's proofs ([`ProofTimings::gpu_stage_device_ms`]).
+    ///
+    /// # Errors
+    /// CUDA errors (including those of failed work on the stream).
+    pub fn device_clock_ms(&self) -> Result<Option<f64>> {
+        self.gpu.as_ref().map(Gpu::clock_ms).transpose()
+    }
+
     /// Where this prover runs.
     pub fn backend(&self) -> Backend {
         match &self.gpu {
@@ -564,6 +605,7 @@ impl Prover {
 
         // H first, so that on the GPU its device buffer (the H MSM's
         // scalars, never copied to the host) is freed before the other MSMs.
+        let device_start = self.gpu.as_ref().map(Gpu::clock_ms).transpose()?;
         let t0 = Instant::now();
         let stage_start = t0;
         // The device-resident assignment, when the GPU evaluates the R1CS:
@@ -648,8 +690,9 @@ impl Prover {
         let l_acc = msm_z!(self.l, &pk.l_query, job.num_inputs)?;
         t.msm_l_ms = ms(t0);
         drop(z_dev);
-        if self.gpu.is_some() {
+        if let Some(g) = &self.gpu {
             t.gpu_stage = Some((stage_start, Instant::now()));
+            t.gpu_stage_device_ms = device_start.zip(Some(g.clock_ms()?));
         }
 
         let t0 = Instant::now();

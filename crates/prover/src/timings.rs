@@ -38,6 +38,59 @@ pub struct ProofTimings {
     /// device's work, each step waited for) began and ended, on the host's
     /// monotonic clock; `None` on the CPU path. See [`gpu_busy_fraction`].
     pub gpu_stage: Option<(Instant, Instant)>,
+    /// The same stage on the device's clock: milliseconds from the prover's
+    /// epoch (a CUDA event recorded when it was built) to CUDA events
+    /// recorded on its stream when the stage began and ended; `None` on
+    /// the CPU path. Comparable with [`crate::Prover::device_clock_ms`] of
+    /// the same prover. See [`gpu_busy_fraction_device`].
+    pub gpu_stage_device_ms: Option<(f64, f64)>,
+}
+
+/// The fraction of the device-clock window `[start_ms, end_ms)` (from
+/// [`crate::Prover::device_clock_ms`] or
+/// [`crate::MultiGpuProver::device_clock_ms`] of one GPU) during which at
+/// least one of `timings`' GPU stages ran on that GPU
+/// ([`ProofTimings::gpu_stage_device_ms`], the union of the intervals,
+/// clipped to the window, over its length): the GPU's busy fraction over a
+/// batch, measured by CUDA events. `None` for an empty window or when no
+/// proof has device times. Give only the timings of proofs of that GPU's
+/// prover (the epochs of two provers differ).
+pub fn gpu_busy_fraction_device(
+    timings: &[ProofTimings],
+    start_ms: f64,
+    end_ms: f64,
+) -> Option<f64> {
+    if end_ms <= start_ms || timings.iter().all(|t| t.gpu_stage_device_ms.is_none()) {
+        return None;
+    }
+    let spans = timings
+        .iter()
+        .filter_map(|t| t.gpu_stage_device_ms)
+        .map(|(a, b)| (a.max(start_ms), b.min(end_ms)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    Some(union_length(spans) / (end_ms - start_ms))
+}
+
+/// Total length of the union of intervals `[a, b)`.
+fn union_length(mut spans: Vec<(f64, f64)>) -> f64 {
+    spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut total = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (a, b) in spans {
+        current = match current {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                total += cb - ca;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = current {
+        total += cb - ca;
+    }
+    total
 }
 
 /// The fraction of `[start, end)` during which at least one of `timings`'
@@ -48,35 +101,17 @@ pub struct ProofTimings {
 /// device's work; gaps inside a stage (host-side steps between kernels)
 /// count as busy.
 pub fn gpu_busy_fraction(timings: &[ProofTimings], start: Instant, end: Instant) -> Option<f64> {
-    if end <= start {
+    if end <= start || timings.iter().all(|t| t.gpu_stage.is_none()) {
         return None;
     }
-    let mut spans: Vec<(Instant, Instant)> = timings
+    let secs = |t: Instant| (t.max(start) - start).as_secs_f64();
+    let spans = timings
         .iter()
         .filter_map(|t| t.gpu_stage)
-        .map(|(a, b)| (a.max(start), b.min(end)))
+        .map(|(a, b)| (secs(a), secs(b.min(end))))
         .filter(|(a, b)| a < b)
         .collect();
-    if timings.iter().all(|t| t.gpu_stage.is_none()) {
-        return None;
-    }
-    spans.sort();
-    let mut busy = std::time::Duration::ZERO;
-    let mut current: Option<(Instant, Instant)> = None;
-    for (a, b) in spans {
-        current = match current {
-            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
-            Some((ca, cb)) => {
-                busy += cb - ca;
-                Some((a, b))
-            }
-            None => Some((a, b)),
-        };
-    }
-    if let Some((ca, cb)) = current {
-        busy += cb - ca;
-    }
-    Some(busy.as_secs_f64() / (end - start).as_secs_f64())
+    Some(union_length(spans) / (end - start).as_secs_f64())
 }
 
 impl ProofTimings {
@@ -155,5 +190,30 @@ mod tests {
         let ts = [stage(t0, 0, 50), stage(t0, 50, 100), stage(t0, 10, 20)];
         let f = gpu_busy_fraction(&ts, t0, end).expect("some GPU stages");
         assert!((f - 1.0).abs() < 1e-9, "{f}");
+    }
+
+    #[test]
+    fn device_busy_fraction_is_the_union_of_the_stages() {
+        let stage = |a: f64, b: f64| ProofTimings {
+            gpu_stage_device_ms: Some((a, b)),
+            ..ProofTimings::default()
+        };
+        // The host test's stages on a device clock whose window starts at
+        // 1000 ms: 60 of 100 ms busy.
+        let ts = [
+            stage(1020.0, 1050.0),
+            stage(1010.0, 1030.0),
+            stage(1060.0, 1070.0),
+            stage(1090.0, 1120.0),
+            stage(900.0, 1005.0),
+            ProofTimings::default(),
+        ];
+        let f = gpu_busy_fraction_device(&ts, 1000.0, 1100.0).expect("device stages");
+        assert!((f - 0.65).abs() < 1e-9, "{f}");
+        assert_eq!(gpu_busy_fraction_device(&ts, 1100.0, 1000.0), None);
+        assert_eq!(
+            gpu_busy_fraction_device(&[ProofTimings::default()], 0.0, 1.0),
+            None
+        );
     }
 }
