@@ -9,6 +9,7 @@
 #include "cuzk/cuda_status.cuh"
 #include "cuzk/ff.cuh"
 #include "cuzk/prover.h"
+#include "eval.cuh"
 
 using cuzk::Fr;
 using cuzk::guard;
@@ -18,55 +19,19 @@ namespace {
 
 constexpr uint32_t kThreads = 256;
 
-__device__ __forceinline__ Fr load_fr(const Fr* p) {
-    const uint4* s = reinterpret_cast<const uint4*>(p);
-    const uint4 a = s[0], b = s[1];
-    Fr r;
-    r.l[0] = a.x; r.l[1] = a.y; r.l[2] = a.z; r.l[3] = a.w;
-    r.l[4] = b.x; r.l[5] = b.y; r.l[6] = b.z; r.l[7] = b.w;
-    return r;
-}
-
-__device__ __forceinline__ void store_fr(Fr* p, const Fr& v) {
-    uint4* d = reinterpret_cast<uint4*>(p);
-    d[0] = make_uint4(v.l[0], v.l[1], v.l[2], v.l[3]);
-    d[1] = make_uint4(v.l[4], v.l[5], v.l[6], v.l[7]);
-}
-
-__device__ __forceinline__ Fr zero_fr() {
-    Fr r;
-#pragma unroll
-    for (int i = 0; i < 8; i++) r.l[i] = 0;
-    return r;
-}
+using cuzk::prover::load_fr;
+using cuzk::prover::store_fr;
+using cuzk::prover::zero_fr;
 
 // One thread a row: the rows of a PoRep-shaped circuit hold one to a few
 // entries (a packing row 32), so a row's loop is short and the cost is the
 // gather of z[column], one 32-byte load an entry.
 __global__ void __launch_bounds__(kThreads) eval_rows_kernel(cuzk_r1cs_rows a) {
-    const Fr* coeff = static_cast<const Fr*>(a.coefficients);
-    const Fr* z = static_cast<const Fr*>(a.z);
     Fr* out = static_cast<Fr*>(a.out);
     for (uint64_t r = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; r < a.rows;
          r += (uint64_t)gridDim.x * blockDim.x) {
-        const uint32_t lo = r == 0 ? 0 : a.row_end[r - 1], hi = a.row_end[r];
-        Fr acc = zero_fr();
         bool bad = false;
-        for (uint32_t k = lo; k < hi; k++) {
-            const uint64_t e = a.entries[k];
-            const uint32_t col = (uint32_t)e, ci = (uint32_t)(e >> 32);
-            if (col >= a.num_variables || ci >= a.num_coefficients) {
-                bad = true;
-                continue;
-            }
-            const Fr v = load_fr(z + col);
-            if (ci == CUZK_R1CS_COEFF_ONE)
-                acc = acc + v;
-            else if (ci == CUZK_R1CS_COEFF_MINUS_ONE)
-                acc = acc - v;
-            else
-                acc = acc + v * load_fr(coeff + ci);
-        }
+        const Fr acc = cuzk::prover::eval_row(a, r, &bad);
         if (bad && a.bad) *a.bad = 1;
         store_fr(out + r, acc);
     }

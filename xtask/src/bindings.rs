@@ -55,7 +55,8 @@ const STUBS: &[(&str, &str)] = &[
 ];
 
 /// The CPU-only stub of a header: one definition per `cuzk_status f(...);`
-/// declaration, parameters unnamed.
+/// declaration, parameters unnamed; functions named `*_host` run on the
+/// CPU in every build (their own source), so they get none.
 fn stub(header: &str) -> Result<String> {
     let text = std::fs::read_to_string(root().join(header))
         .with_context(|| format!("reading {header}"))?;
@@ -77,6 +78,9 @@ fn stub(header: &str) -> Result<String> {
             continue;
         };
         let fname = decl[..open].trim();
+        if fname.ends_with("_host") {
+            continue;
+        }
         let params: Vec<String> = decl[open + 1..close]
             .split(',')
             .map(|p| {

@@ -301,3 +301,99 @@ pub(crate) fn gather(
     stream.synchronize()?;
     Ok(out)
 }
+
+/// Runs csrc/prover's row code (the kernel's, `eval.cuh`) on the host over
+/// every chunk of matrix `k`, against `z`: `out[i]` for the constraints,
+/// as the GPU's evaluation computes them before the tail. For tests of the
+/// kernel's arithmetic and of the chunks' layout without a GPU.
+///
+/// # Errors
+/// [`Error::Internal`] when the row code flags an entry out of range.
+#[cfg(test)]
+pub(crate) fn eval_rows_host(sparse: &SparseR1cs, k: usize, z: &[Fr]) -> Result<Vec<Fr>> {
+    use ark_ff::AdditiveGroup;
+    let mut out = vec![Fr::ZERO; sparse.num_constraints()];
+    let mut bad = 0u32;
+    for c in sparse.part(k) {
+        let words = c.words.as_ptr();
+        let args = sys::cuzk_r1cs_rows {
+            row_end: words.cast(),
+            entries: words.wrapping_add(c.row_end_words()),
+            rows: c.rows as u64,
+            coefficients: words.wrapping_add(c.table_offset()).cast(),
+            num_coefficients: c.coefficients as u64,
+            z: z.as_ptr().cast(),
+            num_variables: z.len() as u64,
+            out: out[c.first_row..c.first_row + c.rows].as_mut_ptr().cast(),
+            bad: &mut bad,
+        };
+        // SAFETY: host pointers into the chunk's words, `z` and `out`, valid
+        // for the call; the row code reads inside them (entries out of
+        // range are skipped and flagged).
+        check(unsafe { sys::cuzk_r1cs_eval_rows_host(&args) })?;
+    }
+    if bad != 0 {
+        return Err(Error::Internal("an entry out of range".into()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ConstraintMatrices;
+    use ark_ff::{AdditiveGroup, Field, UniformRand};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// The kernel's row code, run on the host, gives the compact form's
+    /// (and so the matrices') evaluations: random rows of 0 to 40 terms,
+    /// coefficients 1, -1, 0, powers of two and random, chunks cut small
+    /// (odd offsets of the table included) and at the defaults.
+    #[test]
+    fn kernel_row_code_matches_the_reference() {
+        let mut rng = ChaCha20Rng::seed_from_u64(0xe7a1);
+        let (rows, vars) = (3000, 700);
+        let mut m = || -> ark_relations::gr1cs::Matrix<Fr> {
+            (0..rows)
+                .map(|_| {
+                    let len = match rng.gen_range(0..10) {
+                        0 => 0,
+                        1 => rng.gen_range(20..40),
+                        _ => rng.gen_range(1..4),
+                    };
+                    (0..len)
+                        .map(|_| {
+                            let c = match rng.gen_range(0..6) {
+                                0 => Fr::ONE,
+                                1 => -Fr::ONE,
+                                2 => Fr::ZERO,
+                                3 => Fr::from(1u64 << rng.gen_range(0..32)),
+                                _ => Fr::rand(&mut rng),
+                            };
+                            (c, rng.gen_range(0..vars))
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let (a, b, c) = (m(), m(), m());
+        let matrices = Arc::new(ConstraintMatrices::new(a, b, c).unwrap());
+        let z: Vec<Fr> = (0..vars).map(|_| Fr::rand(&mut rng)).collect();
+        let log_n = crate::qap::domain_log_size(rows, 1).unwrap();
+        for (max_rows, max_entries) in [(1, 1), (7, 29), (64, 50), (1 << 20, 1 << 23)] {
+            let s = SparseR1cs::with_limits(matrices.clone(), max_rows, max_entries).unwrap();
+            let want = s.evaluate(&z, 1, log_n).unwrap();
+            for (k, w) in want.iter().enumerate() {
+                assert_eq!(
+                    eval_rows_host(&s, k, &z).unwrap(),
+                    w[..rows],
+                    "matrix {k}, limits {max_rows} {max_entries}"
+                );
+            }
+        }
+        // An assignment too short: flagged, not read past.
+        let s = SparseR1cs::new(matrices).unwrap();
+        assert!(eval_rows_host(&s, 0, &z[..vars / 2]).is_err());
+    }
+}

@@ -92,6 +92,9 @@ unsafe extern "C" {
     ) -> cuzk_status;
 }
 unsafe extern "C" {
+    pub fn cuzk_r1cs_eval_rows_host(args: *const cuzk_r1cs_rows) -> cuzk_status;
+}
+unsafe extern "C" {
     pub fn cuzk_r1cs_fill_tail(
         device: i32,
         out: *mut ::core::ffi::c_void,

@@ -58,6 +58,12 @@ typedef struct cuzk_r1cs_rows {
  * coefficients, z, out with rows > 0, is CUZK_ERR_INVALID_ARGUMENT. */
 cuzk_status cuzk_r1cs_eval_rows(int32_t device, const cuzk_r1cs_rows* args, void* stream);
 
+/* cuzk_r1cs_eval_rows on the host's CPU, one row after another, with the
+ * same row code as the kernel (host pointers; *bad set as there): the
+ * reference CPU tests check the kernel's arithmetic and the chunk layout
+ * against. Built in every build, with or without CUDA. */
+cuzk_status cuzk_r1cs_eval_rows_host(const cuzk_r1cs_rows* args);
+
 /* out[i] = z[i] for i < copy, 0 for copy <= i < len: the part of an
  * evaluation vector past the constraints (libsnark's input-consistency
  * rows in A z, then zeros). copy <= len; z holds at least copy elements. */
