@@ -11,10 +11,11 @@ use ark_bls12_381::{g1, g2};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, UniformRand};
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_alloc::{BudgetConfig, DeviceMemory, Event};
+use cuzk_alloc::{BudgetConfig, DeviceMemory, Event, PinnedBuffer};
 use cuzk_msm::GpuMsm;
 use cuzk_ntt::GpuNtt;
-use std::sync::Arc;
+use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The GPU side of a prover: engines sharing one memory budget.
@@ -27,9 +28,56 @@ struct Gpu {
     /// The device clock's epoch: a CUDA event recorded on the NTT stream
     /// when the prover was built ([`Prover::device_clock_ms`]).
     epoch: Event,
+    /// Pinned host buffers for assignments on their way to the device
+    /// (the CPU stage copies a job's assignment into one, so that the GPU
+    /// stage uploads it by DMA at full PCIe speed); reused across proofs.
+    pinned: Mutex<Vec<PinnedBuffer<Fr>>>,
 }
 
+/// Pinned assignment buffers a GPU prover keeps for reuse (one a worker,
+/// with room for two workers' next jobs).
+const PINNED_POOL: usize = 4;
+
 impl Gpu {
+    /// `z` copied (on all cores) into a pinned buffer from the pool, or a
+    /// new one; `None` when pinned memory cannot be had.
+    fn pin(&self, z: &[Fr]) -> Option<PinnedBuffer<Fr>> {
+        let reused = {
+            let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+            pool.iter()
+                .position(|b| b.len() == z.len())
+                .map(|i| pool.swap_remove(i))
+        };
+        let mut buf = match reused {
+            Some(b) => b,
+            None => match PinnedBuffer::new(z.len()) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::debug!(
+                        target: "cuzk_prover",
+                        "no pinned buffer for an assignment of {} variables ({e}); uploading \
+                         from pageable memory",
+                        z.len()
+                    );
+                    return None;
+                }
+            },
+        };
+        buf.par_chunks_mut(1 << 16)
+            .zip(z.par_chunks(1 << 16))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        Some(buf)
+    }
+
+    /// Gives a pinned buffer back to the pool (dropped past
+    /// [`PINNED_POOL`] buffers).
+    fn unpin(&self, buf: PinnedBuffer<Fr>) {
+        let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < PINNED_POOL {
+            pool.push(buf);
+        }
+    }
+
     /// Milliseconds from the epoch to an event recorded now on the NTT
     /// stream (after the work queued there), waited for.
     fn clock_ms(&self) -> Result<f64> {
@@ -46,6 +94,10 @@ pub(crate) struct Prepared {
     /// The evaluations on the host; `None` when the GPU evaluates them
     /// from the prover's R1CS ([`Prover::with_r1cs`]) in the GPU stage.
     abc: Option<[Vec<Fr>; 3]>,
+    /// With `abc` `None`: the assignment copied into pinned host memory,
+    /// when pinned memory could be had (else the GPU stage uploads it from
+    /// the job's own, pageable, vector).
+    z_pinned: Option<PinnedBuffer<Fr>>,
     timings: ProofTimings,
 }
 
@@ -223,6 +275,7 @@ impl Prover {
                     msm,
                     dense,
                     epoch,
+                    pinned: Mutex::new(Vec::new()),
                 }),
             device_r1cs: None,
             r1cs: None,
@@ -555,9 +608,11 @@ impl Prover {
     pub(crate) fn prepare(&self, job: &ProofJob<'_>, witness_ms: f64) -> Result<Prepared> {
         let log_n = self.check_job(job)?;
         let t0 = Instant::now();
+        let mut z_pinned = None;
         let abc = match (self.evaluates_on_gpu(job), &self.r1cs) {
             (true, Some(r)) => {
                 r.check_assignment(job.full_assignment.len(), job.num_inputs, log_n)?;
+                z_pinned = self.gpu.as_ref().and_then(|g| g.pin(job.full_assignment));
                 None
             }
             _ => Some(qap::evaluate(
@@ -575,6 +630,7 @@ impl Prover {
         Ok(Prepared {
             log_n,
             abc,
+            z_pinned,
             timings: ProofTimings {
                 witness_ms,
                 eval_ms: ms(t0),
@@ -597,6 +653,7 @@ impl Prover {
         let Prepared {
             log_n,
             abc,
+            z_pinned,
             timings: mut t,
         } = prepared;
         let pk = &self.pk;
@@ -613,7 +670,15 @@ impl Prover {
         let mut z_dev = None;
         let h_acc = match (&self.gpu, abc, &self.device_r1cs) {
             (Some(g), None, Some(d)) => {
-                let zd = g.ntt.upload(z)?;
+                // From the pinned copy by DMA when the CPU stage made one.
+                let zd = match z_pinned {
+                    Some(p) => {
+                        let up = g.ntt.upload(&p);
+                        g.unpin(p);
+                        up?
+                    }
+                    None => g.ntt.upload(z)?,
+                };
                 let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n)?;
                 g.ntt.stream().synchronize()?;
                 // The evaluations and the NTTs are one stretch of device
