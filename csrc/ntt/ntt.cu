@@ -22,25 +22,17 @@
 
 #include "common.cuh"
 #include "cuzk/cuda_status.cuh"
+#include "cuzk/grid.cuh"
 #include "cuzk/ntt.h"
 #include "elementwise.cuh"
 #include "passes.cuh"
 #include "tables.cuh"
 
+using cuzk::grid_for;
 using cuzk::guard;
 using cuzk::ok;
 
 namespace {
-
-// A grid of at most 32 blocks per SM for grid-stride kernels.
-cuzk_status grid_for(int32_t device, uint64_t work, uint32_t threads, uint32_t* blocks) {
-    int sms = 0;
-    CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const uint64_t want = (work + threads - 1) / threads;
-    const uint64_t cap = (uint64_t)sms * 32;
-    *blocks = (uint32_t)(want < cap ? (want ? want : 1) : cap);
-    return ok();
-}
 
 #define CUZK_NEED(cond, ...) \
     if (!(cond)) return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, __VA_ARGS__)

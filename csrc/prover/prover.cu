@@ -7,11 +7,13 @@
 
 #include "cuzk/bls12_381.cuh"
 #include "cuzk/cuda_status.cuh"
+#include "cuzk/grid.cuh"
 #include "cuzk/ff.cuh"
 #include "cuzk/prover.h"
 #include "eval.cuh"
 
 using cuzk::Fr;
+using cuzk::grid_for;
 using cuzk::guard;
 using cuzk::ok;
 
@@ -51,16 +53,6 @@ __global__ void gather_kernel(Fr* out, const Fr* z, const uint32_t* index, uint6
     }
 }
 
-// A grid of at most 32 blocks per SM for grid-stride kernels.
-cuzk_status grid_for(int32_t device, uint64_t work, uint32_t* blocks) {
-    int sms = 0;
-    CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const uint64_t want = (work + kThreads - 1) / kThreads;
-    const uint64_t cap = (uint64_t)sms * 32;
-    *blocks = (uint32_t)(want < cap ? (want ? want : 1) : cap);
-    return ok();
-}
-
 #define CUZK_NEED(cond, ...) \
     if (!(cond)) return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, __VA_ARGS__)
 
@@ -76,7 +68,7 @@ cuzk_status cuzk_r1cs_eval_rows(int32_t device, const cuzk_r1cs_rows* args, void
                   "cuzk_r1cs_eval_rows: null pointer among row_end, entries, coefficients, z, out");
         CUZK_CUDA_TRY(cudaSetDevice(device));
         uint32_t blocks = 0;
-        const cuzk_status s = grid_for(device, args->rows, &blocks);
+        const cuzk_status s = grid_for(device, args->rows, kThreads, &blocks);
         if (s.code != CUZK_OK) return s;
         eval_rows_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>(*args);
         CUZK_CUDA_TRY(cudaGetLastError());
@@ -93,7 +85,7 @@ cuzk_status cuzk_r1cs_fill_tail(int32_t device, void* out, const void* z, uint64
         CUZK_NEED(out && (copy == 0 || z), "cuzk_r1cs_fill_tail: null pointer");
         CUZK_CUDA_TRY(cudaSetDevice(device));
         uint32_t blocks = 0;
-        const cuzk_status s = grid_for(device, len, &blocks);
+        const cuzk_status s = grid_for(device, len, kThreads, &blocks);
         if (s.code != CUZK_OK) return s;
         fill_tail_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>((Fr*)out, (const Fr*)z, copy, len);
         CUZK_CUDA_TRY(cudaGetLastError());
@@ -108,7 +100,7 @@ cuzk_status cuzk_prover_gather(int32_t device, void* out, const void* z, const u
         CUZK_NEED(out && z && index, "cuzk_prover_gather: null pointer");
         CUZK_CUDA_TRY(cudaSetDevice(device));
         uint32_t blocks = 0;
-        const cuzk_status s = grid_for(device, n, &blocks);
+        const cuzk_status s = grid_for(device, n, kThreads, &blocks);
         if (s.code != CUZK_OK) return s;
         gather_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>((Fr*)out, (const Fr*)z, index, n,
                                                                      num_variables);

@@ -850,6 +850,31 @@ fn gpu_porep_shaped_matches_cpu() {
     }
 }
 
+/// The two circuits of the GPU key tests: a 2^16 random circuit set up by
+/// ark-groth16 (its proofs must verify) and a 2^18 PoRep-shaped one with a
+/// random-point key: (name, key, witness, verify).
+fn key_cases(rng: &mut ChaCha20Rng) -> [(&'static str, ProvingKey, Synthesized, bool); 2] {
+    let real = RandomCircuit::fill_domain(16, 2, 3, rng.gen());
+    let real_pk = setup(real, rng);
+    let porep = cuzk_prover::synthetic::PorepShaped::new(18, 2, rng.gen());
+    let porep_w = porep.matrices().unwrap();
+    let porep_pk = cuzk_prover::synthetic::PorepShaped::random_key(&porep_w, rng).unwrap();
+    [
+        (
+            "2^16 random circuit (ark-groth16 setup)",
+            real_pk,
+            real.matrices().unwrap(),
+            true,
+        ),
+        (
+            "2^18 PoRep-shaped (random-point key)",
+            porep_pk,
+            porep_w,
+            false,
+        ),
+    ]
+}
+
 /// A key streamed from host memory rather than resident: under a budget
 /// that holds part of the key beside a proof's working set, then under one
 /// that holds none of it (all five queries streamed), proofs equal the CPU
@@ -865,25 +890,7 @@ fn gpu_streamed_key_matches_cpu() {
     };
     let mut rng = rng("gpu_streamed_key_matches_cpu");
     let margin = BudgetConfig::default().margin_bytes;
-    let real = RandomCircuit::fill_domain(16, 2, 3, rng.gen());
-    let real_pk = setup(real, &mut rng);
-    let porep = cuzk_prover::synthetic::PorepShaped::new(18, 2, rng.gen());
-    let porep_w = porep.matrices().unwrap();
-    let porep_pk = cuzk_prover::synthetic::PorepShaped::random_key(&porep_w, &mut rng).unwrap();
-    let cases = [
-        (
-            "2^16 random circuit (ark-groth16 setup)",
-            real_pk,
-            real.matrices().unwrap(),
-            true,
-        ),
-        (
-            "2^18 PoRep-shaped (random-point key)",
-            porep_pk,
-            porep_w,
-            false,
-        ),
-    ];
+    let cases = key_cases(&mut rng);
     for (name, pk, w, verify) in cases {
         let (key_bytes, working_set) = {
             let probe = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
@@ -992,25 +999,7 @@ fn gpu_r1cs_evaluation_matches_cpu() {
     };
     let mut rng = rng("gpu_r1cs_evaluation_matches_cpu");
     let margin = BudgetConfig::default().margin_bytes;
-    let real = RandomCircuit::fill_domain(16, 2, 3, rng.gen());
-    let real_pk = setup(real, &mut rng);
-    let porep = cuzk_prover::synthetic::PorepShaped::new(18, 2, rng.gen());
-    let porep_w = porep.matrices().unwrap();
-    let porep_pk = cuzk_prover::synthetic::PorepShaped::random_key(&porep_w, &mut rng).unwrap();
-    let cases = [
-        (
-            "2^16 random circuit (ark-groth16 setup)",
-            real_pk,
-            real.matrices().unwrap(),
-            true,
-        ),
-        (
-            "2^18 PoRep-shaped (random-point key)",
-            porep_pk,
-            porep_w,
-            false,
-        ),
-    ];
+    let cases = key_cases(&mut rng);
     for (name, pk, w, verify) in cases {
         let r1cs = Arc::new(cuzk_prover::SparseR1cs::new(Arc::new(w.matrices.clone())).unwrap());
         let job = |rng: &mut ChaCha20Rng| ProofJob {

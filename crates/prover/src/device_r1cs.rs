@@ -341,9 +341,8 @@ pub(crate) fn eval_rows_host(sparse: &SparseR1cs, k: usize, z: &[Fr]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ConstraintMatrices;
-    use ark_ff::{AdditiveGroup, Field, UniformRand};
-    use rand::{Rng, SeedableRng};
+    use ark_ff::UniformRand;
+    use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
     /// The kernel's row code, run on the host, gives the compact form's
@@ -354,31 +353,7 @@ mod tests {
     fn kernel_row_code_matches_the_reference() {
         let mut rng = ChaCha20Rng::seed_from_u64(0xe7a1);
         let (rows, vars) = (3000, 700);
-        let mut m = || -> ark_relations::gr1cs::Matrix<Fr> {
-            (0..rows)
-                .map(|_| {
-                    let len = match rng.gen_range(0..10) {
-                        0 => 0,
-                        1 => rng.gen_range(20..40),
-                        _ => rng.gen_range(1..4),
-                    };
-                    (0..len)
-                        .map(|_| {
-                            let c = match rng.gen_range(0..6) {
-                                0 => Fr::ONE,
-                                1 => -Fr::ONE,
-                                2 => Fr::ZERO,
-                                3 => Fr::from(1u64 << rng.gen_range(0..32)),
-                                _ => Fr::rand(&mut rng),
-                            };
-                            (c, rng.gen_range(0..vars))
-                        })
-                        .collect()
-                })
-                .collect()
-        };
-        let (a, b, c) = (m(), m(), m());
-        let matrices = Arc::new(ConstraintMatrices::new(a, b, c).unwrap());
+        let matrices = Arc::new(crate::sparse::tests::random_matrices(&mut rng, rows, vars));
         let z: Vec<Fr> = (0..vars).map(|_| Fr::rand(&mut rng)).collect();
         let log_n = crate::qap::domain_log_size(rows, 1).unwrap();
         for (max_rows, max_entries) in [(1, 1), (7, 29), (64, 50), (1 << 20, 1 << 23)] {

@@ -380,7 +380,7 @@ fn chunk(rows: &[Vec<(Fr, usize)>], first_row: usize, name: &str) -> Result<(Row
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ark_ff::UniformRand;
     use rand::{Rng, SeedableRng};
@@ -388,7 +388,11 @@ mod tests {
 
     /// Random matrices over `vars` variables: empty rows, rows of one to
     /// 40 terms, coefficients 1, -1, 0, small and random.
-    fn random_matrices(rng: &mut ChaCha20Rng, rows: usize, vars: usize) -> ConstraintMatrices {
+    pub(crate) fn random_matrices(
+        rng: &mut ChaCha20Rng,
+        rows: usize,
+        vars: usize,
+    ) -> ConstraintMatrices {
         let mut m = || -> Matrix<Fr> {
             (0..rows)
                 .map(|_| {
