@@ -469,4 +469,19 @@ fn gpu_coset_quotient_matches_the_cpu() {
         .coset_quotient_in_place(&mut a[0], &short, &bc[1], shift)
         .unwrap_err();
     assert!(e.to_string().contains("differ"), "{e}");
+    // In two steps, as the prover does when short of memory: a * b into
+    // a, then (a b - c) / Z into a.
+    a[0].copy_from_host(&host[0]).unwrap();
+    g.mul_in_place(&mut a[0], &bc[0]).unwrap();
+    a[0].copy_to_host(&mut got).unwrap();
+    let ab: Vec<Fr> = (0..n).map(|i| host[0][i] * host[1][i]).collect();
+    assert_eq!(got, ab, "a * b");
+    g.coset_quotient_of_product_in_place(&mut a[0], &bc[1], shift)
+        .unwrap();
+    a[0].copy_to_host(&mut got).unwrap();
+    assert_eq!(got, want, "the quotient of the product");
+    assert!(g.mul_in_place(&mut a[0], &short).is_err());
+    assert!(g
+        .coset_quotient_of_product_in_place(&mut a[0], &bc[1], Fr::from(1u64))
+        .is_err());
 }

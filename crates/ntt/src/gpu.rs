@@ -417,7 +417,8 @@ impl GpuNtt {
             if let Some(x) = x {
                 if x.len() != n {
                     return Err(Error::InvalidArgument(format!(
-                        "coset_quotient: a has {n} elements but {name} has {}",
+                        "coset_quotient: lengths differ: a has {n} elements, {name} {}; give \
+                         vectors of one length",
                         x.len()
                     )));
                 }
