@@ -1,8 +1,13 @@
 //! The daemon's configuration: a TOML file, flags over it, defaults for
 //! everything (`cuzk-daemon` with no arguments serves on localhost with
 //! SQLite under the data directory).
+//!
+//! A daemon reachable from other hosts needs a bearer token
+//! (`auth_token_file`, see [`crate::auth`]), or `allow_unauthenticated`
+//! for a trusted network: [`Config::validate`] refuses a non-loopback TCP
+//! address with neither.
 
-use crate::{Error, Result};
+use crate::{AuthToken, Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +24,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
 /// key_dirs = ["/var/lib/cuzk/keys"]
 /// devices = [0, 1]                            # default: every GPU
 /// gpu_workers_per_device = 2
+/// # listen = "0.0.0.0:9820" needs a token (or allow_unauthenticated = true)
+/// auth_token_file = "/etc/cuzk/token"        # every gRPC call: Bearer <token>
 /// ```
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -27,8 +34,19 @@ pub struct Config {
     /// Unix socket.
     pub listen: String,
     /// Prometheus metrics endpoint (`host:port`, served at `/metrics`);
-    /// empty: no endpoint.
+    /// empty: no endpoint. It needs no token (it serves only counters and
+    /// gauges of jobs, devices and keys): bind it to a private address.
     pub metrics_listen: String,
+    /// A file holding the bearer token that every gRPC call must carry
+    /// (`authorization: Bearer <token>`); its content with surrounding
+    /// whitespace trimmed, printable ASCII. Read once at start; a missing,
+    /// unreadable or empty file fails the start. `None`: no token.
+    pub auth_token_file: Option<PathBuf>,
+    /// Serve without a token on a TCP address other hosts can reach
+    /// (without it such a daemon refuses to start): only for a trusted
+    /// network. Loopback addresses and Unix sockets never need it.
+    /// Default false.
+    pub allow_unauthenticated: bool,
     /// Where the SQLite job store and the payload files live.
     pub data_dir: PathBuf,
     /// The job store: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`.
@@ -94,6 +112,8 @@ impl Default for Config {
         Config {
             listen: DEFAULT_LISTEN.into(),
             metrics_listen: String::new(),
+            auth_token_file: None,
+            allow_unauthenticated: false,
             data_dir: PathBuf::from("cuzk-data"),
             database_url: String::new(),
             payload_dir: PathBuf::new(),
@@ -155,6 +175,36 @@ impl Config {
         }
     }
 
+    /// The bearer token of `auth_token_file`; `None` without one.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the file when it cannot be read;
+    /// [`Error::InvalidArgument`] naming it when it is empty or its token
+    /// is not printable ASCII.
+    pub fn auth_token(&self) -> Result<Option<AuthToken>> {
+        self.auth_token_file
+            .as_deref()
+            .map(AuthToken::from_file)
+            .transpose()
+    }
+
+    /// Whether `listen` can be reached only from this host: a Unix socket,
+    /// or a TCP address on a loopback address (127.0.0.0/8, `::1`,
+    /// `localhost`). Anything else (`0.0.0.0`, a host name, an address
+    /// that does not parse) counts as reachable from other hosts.
+    pub fn listen_is_local(&self) -> bool {
+        let listen = self.listen.trim();
+        if listen.starts_with("unix:") {
+            return true;
+        }
+        if let Ok(a) = listen.parse::<std::net::SocketAddr>() {
+            return a.ip().to_canonical().is_loopback();
+        }
+        listen
+            .rsplit_once(':')
+            .is_some_and(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+    }
+
     /// The worker name (the default resolved).
     pub fn worker_name(&self) -> String {
         if self.worker_name.is_empty() {
@@ -167,12 +217,25 @@ impl Config {
         }
     }
 
-    /// Checks the values that have limits.
+    /// Checks the values that have limits, and that a daemon reachable
+    /// from other hosts has a token (or `allow_unauthenticated`). Reads no
+    /// file: [`Config::auth_token`] reads the token.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming the setting.
+    /// [`Error::InvalidArgument`] naming the setting and what to give.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidArgument(m.into()));
+        if self.auth_token_file.is_none() && !self.allow_unauthenticated && !self.listen_is_local()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "listen {} can be reached from other hosts, and no token is configured: anyone \
+                 who can connect could submit, cancel and read proofs. Give --auth-token-file \
+                 PATH (auth_token_file in the config: a file holding a secret token, e.g. from \
+                 `openssl rand -hex 32`), listen on 127.0.0.1 or a Unix socket, or give \
+                 --allow-unauthenticated (allow_unauthenticated = true) on a trusted network",
+                self.listen
+            )));
+        }
         if self.gpu_workers_per_device == 0 {
             return bad("gpu_workers_per_device is 0: give at least 1");
         }
@@ -227,5 +290,87 @@ mod tests {
             ..Config::default()
         };
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn a_reachable_address_needs_a_token_or_the_opt_out() {
+        let at = |listen: &str| Config {
+            listen: listen.into(),
+            ..Config::default()
+        };
+        for local in [
+            "127.0.0.1:9820",
+            "127.3.2.1:1",
+            "[::1]:9820",
+            "[::ffff:127.0.0.1]:9820",
+            "localhost:9820",
+            "LocalHost:1",
+            "unix:/run/cuzk.sock",
+        ] {
+            assert!(at(local).listen_is_local(), "{local}");
+            at(local).validate().unwrap();
+        }
+        for reachable in [
+            "0.0.0.0:9820",
+            "[::]:9820",
+            "10.1.2.3:9820",
+            "[2001:db8::1]:9820",
+            "prover-1:9820",
+            "localhost.example.com:9820",
+            "garbage",
+        ] {
+            let c = at(reachable);
+            assert!(!c.listen_is_local(), "{reachable}");
+            let e = c.validate().unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)));
+            let e = e.to_string();
+            assert!(
+                e.contains(reachable)
+                    && e.contains("--auth-token-file")
+                    && e.contains("--allow-unauthenticated"),
+                "{e}"
+            );
+            Config {
+                allow_unauthenticated: true,
+                ..at(reachable)
+            }
+            .validate()
+            .unwrap();
+            // Checked by its presence; the file is read by auth_token.
+            Config {
+                auth_token_file: Some("/etc/cuzk/token".into()),
+                ..at(reachable)
+            }
+            .validate()
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_token_file_from_toml_and_its_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "t0ken\n").unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "listen = \"0.0.0.0:1\"\nauth_token_file = \"{}\"\n",
+                token.display()
+            ),
+        )
+        .unwrap();
+        let c = Config::from_file(&p).unwrap();
+        c.validate().unwrap();
+        assert!(c.auth_token().unwrap().unwrap().matches("t0ken"));
+        assert!(Config::default().auth_token().unwrap().is_none());
+        let missing = Config {
+            auth_token_file: Some(dir.path().join("nope")),
+            ..Config::default()
+        };
+        let e = missing.auth_token().unwrap_err().to_string();
+        assert!(e.contains("token file") && e.contains("nope"), "{e}");
+        std::fs::write(&p, "allow_unauthenticated = true\n").unwrap();
+        assert!(Config::from_file(&p).unwrap().allow_unauthenticated);
     }
 }

@@ -13,7 +13,7 @@ use crate::circuits::{Lanes, Registry};
 use crate::job::{JobRecord, JobState, NewJob, Priority};
 use crate::metrics::Metrics;
 use crate::store::{JobStore, StoreKind};
-use crate::{now_us, pb, Config, Error, Result};
+use crate::{now_us, pb, AuthToken, Config, Error, Result};
 use ark_ff::UniformRand;
 use ark_serialize::CanonicalSerialize;
 use cuzk_prover::{Fr, ProofJob};
@@ -148,6 +148,8 @@ pub struct Engine {
     lanes: Vec<LaneStats>,
     metrics: Metrics,
     rt: tokio::runtime::Handle,
+    /// The token of `auth_token_file`, read at start.
+    auth_token: Option<AuthToken>,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// The data directory's lock, held while the engine lives.
     _lock: std::fs::File,
@@ -159,12 +161,15 @@ impl Engine {
     /// back to the queue. Call from a multi-threaded tokio runtime.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad setting; [`Error::Io`] when the
-    /// data directories cannot be made; [`Error::Store`] when the store
+    /// [`Error::InvalidArgument`] for a bad setting or an empty token file;
+    /// [`Error::Io`] when the token file cannot be read or the data
+    /// directories cannot be made; [`Error::Store`] when the store
     /// cannot be opened; [`Error::Prover`] when a device's memory cannot be
     /// set up.
     pub async fn start(config: Config) -> Result<Arc<Engine>> {
         config.validate()?;
+        // Before anything else starts: a bad token file fails the start.
+        let auth_token = config.auth_token()?;
         let payload_dir = config.payload_dir();
         for d in [&config.data_dir, &payload_dir] {
             std::fs::create_dir_all(d)
@@ -251,6 +256,7 @@ impl Engine {
             lanes: (0..lanes.len()).map(|_| LaneStats::default()).collect(),
             metrics: Metrics::new(),
             rt: tokio::runtime::Handle::current(),
+            auth_token,
             workers: Mutex::new(Vec::new()),
             _lock: lock,
             config,
@@ -303,6 +309,12 @@ impl Engine {
     /// The configuration it runs with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The bearer token every gRPC call must carry (`auth_token_file`,
+    /// read at start); `None`: no token required.
+    pub fn auth_token(&self) -> Option<&AuthToken> {
+        self.auth_token.as_ref()
     }
 
     /// The job store.

@@ -19,11 +19,15 @@
 //!
 //! # Settings
 //!
-//! [`Config`] (a TOML file and the daemon's flags). Device memory budgets
+//! [`Config`] (a TOML file and the daemon's flags). With `auth_token_file`
+//! every gRPC call needs a bearer token ([`auth`]); a daemon listening on
+//! a non-loopback TCP address refuses to start without one unless
+//! `allow_unauthenticated` is set. Device memory budgets
 //! come from cuzk-alloc's `CUZK_DEVICE_MEMORY_LIMIT` and
 //! `CUZK_DEVICE_MEMORY_MARGIN`.
 
 pub mod assignment;
+pub mod auth;
 pub mod circuits;
 pub mod config;
 pub mod engine;
@@ -34,6 +38,7 @@ pub mod service;
 pub mod store;
 
 pub use assignment::Assignment;
+pub use auth::AuthToken;
 pub use config::Config;
 pub use engine::{Engine, Payload, Submit, Timings};
 pub use error::{Error, Result};

@@ -224,7 +224,10 @@ impl pb::prover_server::Prover for ProverService {
 
 /// Serves the Prover service (and, with `metrics_listen`, the metrics)
 /// on the engine's `listen` address until `stop` resolves, then shuts the
-/// engine down (running proofs get `shutdown_grace_secs`).
+/// engine down (running proofs get `shutdown_grace_secs`). With the
+/// engine's [`Engine::auth_token`], every Prover call without it gets
+/// UNAUTHENTICATED ([`crate::auth::RequireToken`]); the metrics endpoint
+/// needs none.
 ///
 /// # Errors
 /// [`Error::Io`] when the address cannot be bound; [`Error::Internal`]
@@ -263,13 +266,28 @@ pub async fn serve(
     let svc = pb::prover_server::ProverServer::new(ProverService::new(engine.clone()))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
+    let svc = tonic::service::interceptor::InterceptedService::new(
+        svc,
+        crate::auth::RequireToken::new(engine.auth_token().cloned()),
+    );
     let router = tonic::transport::Server::builder().add_service(svc);
     let listen = engine.config().listen.clone();
+    if engine.auth_token().is_none() && !engine.config().listen_is_local() {
+        tracing::warn!(
+            addr = %listen,
+            "serving gRPC without a token on an address other hosts can reach \
+             (allow_unauthenticated): anyone who can connect can submit and cancel jobs"
+        );
+    }
     let served = if let Some(path) = listen.strip_prefix("unix:") {
         let _ = std::fs::remove_file(path);
         let uds = tokio::net::UnixListener::bind(path)
             .map_err(|e| Error::io(format!("binding unix socket {path}"), e))?;
-        tracing::info!(socket = path, "serving gRPC");
+        tracing::info!(
+            socket = path,
+            token = engine.auth_token().is_some(),
+            "serving gRPC"
+        );
         router
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::UnixListenerStream::new(uds),
@@ -280,7 +298,7 @@ pub async fn serve(
         let l = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| Error::io(format!("binding {listen}"), e))?;
-        tracing::info!(addr = %listen, "serving gRPC");
+        tracing::info!(addr = %listen, token = engine.auth_token().is_some(), "serving gRPC");
         router
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::TcpListenerStream::new(l),

@@ -1,7 +1,7 @@
 //! End to end on the CPU path: keys written by `circuits::keygen`, proofs
 //! over gRPC checked by ark-groth16's verifier; real `cuzk-daemon`
 //! processes for load, priorities, backpressure, and SIGKILL with a
-//! restart.
+//! restart; bearer-token authentication.
 
 mod common;
 
@@ -479,4 +479,167 @@ fn cli_over_a_unix_socket() {
     let out = cli(&["status"]);
     assert!(out.contains("1 done"), "{out}");
     assert!(d.terminate());
+}
+
+/// The code and message of a refused call, checked to be UNAUTHENTICATED.
+fn unauthenticated<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Status>) -> String {
+    let e = r.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e}");
+    e.message().to_string()
+}
+
+/// With --auth-token-file every call needs the token: none or a wrong one
+/// gets UNAUTHENTICATED, the right one proves; the CLI passes it with
+/// --token-file. The metrics endpoint needs none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_guards_every_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let token_file = tmp.path().join("token");
+    // Surrounding whitespace is not part of the token.
+    std::fs::write(&token_file, "  0123456789abcdef-token\n").unwrap();
+    let token_s = token_file.display().to_string();
+    let (port, mport) = (free_port(), free_port());
+    let metrics = format!("127.0.0.1:{mport}");
+    let _d = Daemon::start(
+        port,
+        &tmp.path().join("data"),
+        &["--auth-token-file", &token_s, "--metrics-listen", &metrics],
+    );
+    let a = witness(TINY, 5);
+
+    // No token: every call refused, saying how to pass one.
+    let mut none = connect(port).await;
+    let m = unauthenticated(none.get_status(pb::GetStatusRequest {}).await);
+    assert!(
+        m.contains("requires a bearer token") && m.contains("--token-file"),
+        "{m}"
+    );
+    unauthenticated(
+        none.submit_proof(inline(TINY, &a, "", pb::Priority::Normal))
+            .await,
+    );
+    let header = pb::SubmitProofChunk {
+        part: Some(pb::submit_proof_chunk::Part::Header(
+            pb::SubmitProofHeader {
+                circuit_id: TINY.into(),
+                priority: pb::Priority::Normal as i32,
+                idempotency_key: String::new(),
+                assignment_bytes: 1,
+            },
+        )),
+    };
+    unauthenticated(
+        none.submit_proof_stream(tokio_stream::iter(vec![header]))
+            .await,
+    );
+
+    // A wrong token: refused too.
+    let wrong = cuzk_daemon::AuthToken::new("0123456789abcdef-tokeN").unwrap();
+    let mut bad = connect_with(port, Some(&wrong)).await;
+    let m = unauthenticated(bad.get_status(pb::GetStatusRequest {}).await);
+    assert!(m.contains("does not match") && m.contains("token"), "{m}");
+    unauthenticated(
+        bad.submit_proof(inline(TINY, &a, "", pb::Priority::Normal))
+            .await,
+    );
+
+    // The right token: a proof.
+    let right = cuzk_daemon::AuthToken::from_file(&token_file).unwrap();
+    let mut c = connect_with(port, Some(&right)).await;
+    let job = submit(&mut c, TINY, &a, "", pb::Priority::Normal).await;
+    let r = await_done(&mut c, &job).await;
+    assert!(verifies(TINY, &r.proof, &a));
+    let s = c
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(s.done, 1, "refused submissions made no job");
+
+    // The metrics endpoint needs no token.
+    let text = http_get(mport, "/metrics");
+    assert!(text.contains("cuzk_jobs{state=\"done\"} 1"), "{text}");
+
+    // The CLI: with --token-file it works, without or with another token
+    // it fails saying so.
+    let addr = format!("http://127.0.0.1:{port}");
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(cli_exe())
+            .args(["--addr", &addr])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, out) = cli(&["--token-file", &token_s, "status"]);
+    assert!(ok && out.contains("1 done"), "{out}");
+    let (ok, out) = cli(&["status"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("UNAUTHENTICATED") && out.contains("give --token-file PATH"),
+        "{out}"
+    );
+    let other = tmp.path().join("other-token");
+    std::fs::write(&other, "another-token").unwrap();
+    let other_s = other.display().to_string();
+    // The option is global: after the subcommand too.
+    let (ok, out) = cli(&["status", "--token-file", &other_s]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("is not the daemon's"), "{out}");
+    let missing = tmp.path().join("no-such-token").display().to_string();
+    let (ok, out) = cli(&["--token-file", &missing, "status"]);
+    assert!(!ok && out.contains(&missing), "{out}");
+}
+
+/// The daemon refuses to start on an address other hosts can reach
+/// without a token, and with a token file it cannot use; the errors say
+/// what to give.
+#[test]
+fn the_daemon_refuses_to_start_unguarded_or_with_a_bad_token_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let sock = format!("unix:{}", tmp.path().join("s.sock").display());
+    let refused = |extra: &[&str]| -> String {
+        let mut child = std::process::Command::new(daemon_exe())
+            .args(["--devices", "cpu", "--data-dir"])
+            .arg(&data)
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A daemon that started after all would serve forever.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("cuzk-daemon {extra:?} started");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(!status.success(), "{err}");
+        err
+    };
+    let e = refused(&["--listen", "0.0.0.0:0"]);
+    assert!(
+        e.contains("0.0.0.0:0")
+            && e.contains("--auth-token-file")
+            && e.contains("--allow-unauthenticated"),
+        "{e}"
+    );
+    let missing = tmp.path().join("no-such-token").display().to_string();
+    let e = refused(&["--listen", &sock, "--auth-token-file", &missing]);
+    assert!(e.contains(&missing), "{e}");
+    let empty = tmp.path().join("empty-token");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty_s = empty.display().to_string();
+    let e = refused(&["--listen", "0.0.0.0:0", "--auth-token-file", &empty_s]);
+    assert!(e.contains(&empty_s) && e.contains("is empty"), "{e}");
 }

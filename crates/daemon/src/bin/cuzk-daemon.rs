@@ -2,6 +2,8 @@
 //! 127.0.0.1:9820 with a SQLite job store and circuits under ./cuzk-data;
 //! `--config FILE` reads a TOML file (see `cuzk_daemon::Config`), and
 //! flags override it. SIGTERM or Ctrl-C stop it after the running proofs.
+//! On a TCP address other hosts can reach it needs `--auth-token-file`
+//! (every gRPC call then carries the token) or `--allow-unauthenticated`.
 
 use clap::Parser;
 use cuzk_daemon::{service, Config, Engine};
@@ -16,9 +18,18 @@ struct Args {
     /// gRPC listen address (host:port or unix:/path.sock).
     #[arg(long)]
     listen: Option<String>,
-    /// Prometheus endpoint (host:port, served at /metrics).
+    /// Prometheus endpoint (host:port, served at /metrics). It needs no
+    /// token (counters only): bind it to a private address.
     #[arg(long)]
     metrics_listen: Option<String>,
+    /// A file holding the bearer token every gRPC call must carry
+    /// (`authorization: Bearer <token>`; surrounding whitespace trimmed).
+    #[arg(long, value_name = "PATH")]
+    auth_token_file: Option<PathBuf>,
+    /// Serve without a token on an address other hosts can reach (a
+    /// trusted network only); loopback and Unix sockets need no token.
+    #[arg(long)]
+    allow_unauthenticated: bool,
     /// Data directory (SQLite store, payloads, default key directory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -62,6 +73,12 @@ fn config(a: Args) -> anyhow::Result<Config> {
     }
     if let Some(v) = a.metrics_listen {
         c.metrics_listen = v;
+    }
+    if let Some(v) = a.auth_token_file {
+        c.auth_token_file = Some(v);
+    }
+    if a.allow_unauthenticated {
+        c.allow_unauthenticated = true;
     }
     if let Some(v) = a.data_dir {
         c.data_dir = v;

@@ -1,15 +1,21 @@
 //! `cuzk`: the command-line client of cuzk-daemon (submit, await, prove,
 //! cancel, status, preload, evict) and local tools for the bundled
-//! circuits (keygen, witness, verify).
+//! circuits (keygen, witness, verify). `--token-file` passes the bearer
+//! token of a daemon started with `--auth-token-file`.
 
 use anyhow::{bail, Context, Result};
 use ark_serialize::CanonicalDeserialize;
 use clap::{Parser, Subcommand};
+use cuzk_daemon::auth::SendToken;
 use cuzk_daemon::pb::{self, prover_client::ProverClient};
-use cuzk_daemon::{circuits, Assignment, Priority};
+use cuzk_daemon::{circuits, Assignment, AuthToken, Priority};
 use cuzk_prover::circuits::Sha256Chain;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
+
+/// A client of the daemon, sending the token of --token-file if given.
+type Client = ProverClient<InterceptedService<Channel, SendToken>>;
 
 #[derive(Parser, Debug)]
 #[command(version, about = "cuzk-daemon's client and circuit tools")]
@@ -18,6 +24,10 @@ struct Cli {
     /// socket.
     #[arg(long, global = true, default_value = "http://127.0.0.1:9820")]
     addr: String,
+    /// A file holding the daemon's bearer token (the daemon's
+    /// --auth-token-file), sent with every request.
+    #[arg(long, global = true, value_name = "PATH")]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -129,8 +139,10 @@ enum Cmd {
 }
 
 /// A client of the daemon at `addr`: `http://HOST:PORT`, or `unix:PATH`
-/// for a daemon listening on a Unix socket.
-async fn client(addr: &str) -> Result<ProverClient<Channel>> {
+/// for a daemon listening on a Unix socket; with `token_file`, sending its
+/// token.
+async fn client(addr: &str, token_file: Option<&Path>) -> Result<Client> {
+    let token = token_file.map(AuthToken::from_file).transpose()?;
     let context = || format!("connecting to cuzk-daemon at {addr} (is it running?)");
     let channel = match addr.strip_prefix("unix:") {
         Some(path) => {
@@ -153,7 +165,7 @@ async fn client(addr: &str) -> Result<ProverClient<Channel>> {
             .await
             .with_context(context)?,
     };
-    let c = ProverClient::new(channel);
+    let c = ProverClient::with_interceptor(channel, SendToken::new(token.as_ref()));
     Ok(c.max_decoding_message_size(1 << 30)
         .max_encoding_message_size(1 << 30))
 }
@@ -161,7 +173,7 @@ async fn client(addr: &str) -> Result<ProverClient<Channel>> {
 /// Files above this go by stream, below inline.
 const INLINE_MAX: u64 = 32 << 20;
 
-async fn submit(c: &mut ProverClient<Channel>, a: &SubmitArgs) -> Result<String> {
+async fn submit(c: &mut Client, a: &SubmitArgs) -> Result<String> {
     let prio = pb::Priority::from(a.priority) as i32;
     let len = std::fs::metadata(&a.assignment)
         .with_context(|| format!("reading {}", a.assignment.display()))?
@@ -260,7 +272,7 @@ fn report(r: &pb::ProofResult, out: Option<&PathBuf>) -> Result<()> {
 
 /// Waits for `job` and reports it (see [`report`]).
 async fn await_and_report(
-    c: &mut ProverClient<Channel>,
+    c: &mut Client,
     job: String,
     timeout_ms: u64,
     out: Option<&PathBuf>,
@@ -338,12 +350,38 @@ fn parse_preimage(h: &str) -> Result<[u8; 32]> {
         .map_err(|v: Vec<u8>| anyhow::anyhow!("--preimage: {} bytes, give 32", v.len()))
 }
 
+/// `e`, with a refusal for want of the right token said plainly.
+fn explain(e: anyhow::Error, addr: &str, token_file: Option<&Path>) -> anyhow::Error {
+    match e.downcast_ref::<tonic::Status>() {
+        Some(s) if s.code() == tonic::Code::Unauthenticated => {
+            let fix = match token_file {
+                None => "give --token-file PATH, a file holding the daemon's token".to_string(),
+                Some(p) => format!("the token in {} is not the daemon's", p.display()),
+            };
+            anyhow::anyhow!(
+                "cuzk-daemon at {addr} refused the request (UNAUTHENTICATED): {fix}. The \
+                 daemon said: {}",
+                s.message()
+            )
+        }
+        _ => e,
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
+    let (addr, token_file) = (cli.addr.clone(), cli.token_file.clone());
+    run(cli)
+        .await
+        .map_err(|e| explain(e, &addr, token_file.as_deref()))
+}
+
+/// Runs `cli`'s subcommand.
+async fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Submit(a) => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             println!("{}", submit(&mut c, &a).await?);
         }
         Cmd::Await {
@@ -351,7 +389,7 @@ async fn main() -> Result<()> {
             timeout_ms,
             out,
         } => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
         Cmd::Prove {
@@ -359,12 +397,12 @@ async fn main() -> Result<()> {
             timeout_ms,
             out,
         } => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             let job = submit(&mut c, &a).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
         Cmd::Cancel { job } => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             let r = c
                 .cancel_proof(pb::CancelProofRequest { job_id: job })
                 .await?
@@ -373,7 +411,7 @@ async fn main() -> Result<()> {
             println!("{}", s.as_str_name());
         }
         Cmd::Status { raw } => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             let s = c.get_status(pb::GetStatusRequest {}).await?.into_inner();
             if raw {
                 println!("{s:#?}");
@@ -382,7 +420,7 @@ async fn main() -> Result<()> {
             }
         }
         Cmd::Preload { circuit } => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             let r = c
                 .preload_key(pb::PreloadKeyRequest {
                     circuit_id: circuit,
@@ -400,7 +438,7 @@ async fn main() -> Result<()> {
             }
         }
         Cmd::Evict { circuit } => {
-            let mut c = client(&cli.addr).await?;
+            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
             let r = c
                 .evict_key(pb::EvictKeyRequest {
                     circuit_id: circuit,

@@ -3,8 +3,9 @@
 #![allow(dead_code, unreachable_pub)]
 
 use ark_serialize::CanonicalDeserialize;
+use cuzk_daemon::auth::SendToken;
 use cuzk_daemon::pb::{self, prover_client::ProverClient};
-use cuzk_daemon::{circuits, Assignment};
+use cuzk_daemon::{circuits, Assignment, AuthToken};
 use cuzk_prover::circuits::Sha256Chain;
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,10 @@ pub const TINY: &str = "sha256-0";
 /// A SHA-256 chain of one compression (about 41,000 constraints).
 pub const ONE: &str = "sha256-1";
 
-pub type Client = ProverClient<tonic::transport::Channel>;
+/// A client of a test daemon, sending a bearer token or none.
+pub type Client = ProverClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, SendToken>,
+>;
 
 /// The key directory holding TINY and ONE, made once (ark-groth16 setup).
 pub fn keys() -> &'static Path {
@@ -57,11 +61,18 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A client of the daemon on `port` (waiting for it), sending no token.
 pub async fn connect(port: u16) -> Client {
+    connect_with(port, None).await
+}
+
+/// A client of the daemon on `port` (waiting for it), sending `token`.
+pub async fn connect_with(port: u16, token: Option<&AuthToken>) -> Client {
     let addr = format!("http://127.0.0.1:{port}");
+    let endpoint = tonic::transport::Endpoint::from_shared(addr.clone()).unwrap();
     for _ in 0..600 {
-        if let Ok(c) = ProverClient::connect(addr.clone()).await {
-            return c;
+        if let Ok(ch) = endpoint.connect().await {
+            return ProverClient::with_interceptor(ch, SendToken::new(token));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
