@@ -644,11 +644,13 @@ impl Engine {
         let max_attempts = i64::from(self.config.max_attempts);
         while !self.shutdown.load(Ordering::SeqCst) {
             let seen = self.doorbell.count();
-            let claimed =
-                self.rt.block_on(
-                    self.store
-                        .claim(&self.owner, now_us(), lease_us, max_attempts),
-                );
+            // Leases run on the database's clock: one clock for every host.
+            let claimed = self.rt.block_on(async {
+                let now = self.store.now_us().await?;
+                self.store
+                    .claim(&self.owner, now, lease_us, max_attempts)
+                    .await
+            });
             match claimed {
                 Ok(Some(job)) => {
                     let daemon_fault = self.run(lane, job);
@@ -857,8 +859,13 @@ impl Engine {
                 tokio::select! {
                     _ = &mut rx => return,
                     _ = tick.tick() => {
-                        let until = now_us() + lease.as_micros() as i64;
-                        match store.renew(&id, &owner, until).await {
+                        let renewed = match store.now_us().await {
+                            Ok(now) => {
+                                store.renew(&id, &owner, now + lease.as_micros() as i64).await
+                            }
+                            Err(e) => Err(e),
+                        };
+                        match renewed {
                             Ok(true) => {}
                             Ok(false) => return,
                             Err(e) => tracing::warn!("renewing the lease of job {id}: {e}"),

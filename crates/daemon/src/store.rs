@@ -293,6 +293,24 @@ impl JobStore {
         row.map(|r| record(&r)).transpose()
     }
 
+    /// The database's clock: microseconds since the Unix epoch. Leases are
+    /// measured by it (the daemons pass it to [`JobStore::claim`] and
+    /// [`JobStore::renew`]), so that daemons on several hosts agree on when
+    /// a lease ran out whatever their own clocks say.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn now_us(&self) -> Result<i64> {
+        let sql = match self.kind {
+            StoreKind::Postgres => {
+                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT) AS t"
+            }
+            StoreKind::Sqlite => "SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER) AS t",
+        };
+        let row = sqlx::query(sql).fetch_one(&self.pool).await?;
+        Ok(row.try_get::<i64, _>("t")?)
+    }
+
     /// Extends the lease `owner` (a claim's token) on job `id` to
     /// `until_us`; false when the job is no longer held by it (its lease ran
     /// out and another claim took it, or it ended).
@@ -595,6 +613,19 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(s.depth().await.unwrap().0, 3);
+    }
+
+    /// The database's clock is the host's here (one machine), to within a
+    /// few seconds, and runs forward.
+    #[tokio::test]
+    async fn database_clock() {
+        let (s, _d) = store().await;
+        let a = s.now_us().await.unwrap();
+        let host = crate::now_us();
+        assert!((a - host).abs() < 5_000_000, "{a} vs {host}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let b = s.now_us().await.unwrap();
+        assert!(b > a, "{a} then {b}");
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! The job store on PostgreSQL, as several daemons share it: two stores
 //! (two hosts) and many workers claim concurrently and never take one job
-//! twice; a dead host's leases run out and its jobs go to the others.
+//! twice; a dead host's leases run out and its jobs go to the others;
+//! leases run on the server's clock.
 //!
 //! Needs a server: `eval "$(.ci/postgres)"` starts one and sets
 //! CUZK_TEST_DATABASE_URL; built with the `postgres-tests` feature, which
@@ -41,6 +42,26 @@ fn job(i: usize, p: Priority) -> NewJob {
         payload_owned: true,
         payload_bytes: 1000,
     }
+}
+
+/// Leases run on the server's clock: both hosts read one clock, close to
+/// this machine's (the server runs here), and it runs forward.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_use_the_servers_clock() {
+    let url = fresh_db().await;
+    let (a, b) = (
+        JobStore::open(&url).await.unwrap(),
+        JobStore::open(&url).await.unwrap(),
+    );
+    let t0 = a.now_us().await.unwrap();
+    let host = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64;
+    assert!((t0 - host).abs() < 5_000_000, "{t0} vs {host}");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let t1 = b.now_us().await.unwrap();
+    assert!(t1 > t0, "{t0} then {t1}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
