@@ -34,6 +34,11 @@ pub enum StoreKind {
 #[derive(Clone, Debug)]
 pub struct JobStore {
     pool: AnyPool,
+    /// Connections of their own for lease renewals and the clock they read
+    /// ([`JobStore::renew`], [`JobStore::now_us`]): a renewal never waits
+    /// behind claims and submissions for a connection of `pool`, so a busy
+    /// store does not let a running job's lease run out.
+    leases: AnyPool,
     kind: StoreKind,
     /// The URL without its password, for status and logs.
     shown: String,
@@ -93,23 +98,28 @@ impl JobStore {
             StoreKind::Sqlite if !url.contains('?') => format!("{url}?mode=rwc"),
             _ => url.to_string(),
         };
-        let mut opts = AnyPoolOptions::new()
-            .max_connections(if kind == StoreKind::Sqlite { 4 } else { 8 })
-            .acquire_timeout(Duration::from_secs(30));
-        if kind == StoreKind::Sqlite {
-            // WAL: readers never wait for the writer; synchronous FULL: a
-            // committed job survives a power loss; busy_timeout: writers
-            // queue rather than fail.
-            opts = opts.after_connect(|conn, _| {
-                Box::pin(async move {
-                    conn.execute("PRAGMA journal_mode = WAL").await?;
-                    conn.execute("PRAGMA synchronous = FULL").await?;
-                    conn.execute("PRAGMA busy_timeout = 10000").await?;
-                    Ok(())
-                })
-            });
-        }
-        let pool = opts.connect(&url).await?;
+        let options = |connections: u32| {
+            let mut opts = AnyPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(Duration::from_secs(30));
+            if kind == StoreKind::Sqlite {
+                // WAL: readers never wait for the writer; synchronous FULL:
+                // a committed job survives a power loss; busy_timeout:
+                // writers queue rather than fail.
+                opts = opts.after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA synchronous = FULL").await?;
+                        conn.execute("PRAGMA busy_timeout = 10000").await?;
+                        Ok(())
+                    })
+                });
+            }
+            opts
+        };
+        let pool = options(if kind == StoreKind::Sqlite { 4 } else { 8 })
+            .connect(&url)
+            .await?;
         let mut conn = pool.acquire().await?;
         if kind == StoreKind::Postgres {
             // Daemons starting together would race on CREATE TABLE IF NOT
@@ -132,8 +142,11 @@ impl JobStore {
         }
         created?;
         drop(conn);
+        // Opened after the table exists (a SQLite file is created above).
+        let leases = options(2).connect(&url).await?;
         Ok(JobStore {
             pool,
+            leases,
             kind,
             shown: redact(&url),
         })
@@ -307,7 +320,7 @@ impl JobStore {
             }
             StoreKind::Sqlite => "SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER) AS t",
         };
-        let row = sqlx::query(sql).fetch_one(&self.pool).await?;
+        let row = sqlx::query(sql).fetch_one(&self.leases).await?;
         Ok(row.try_get::<i64, _>("t")?)
     }
 
@@ -325,7 +338,7 @@ impl JobStore {
         .bind(until_us)
         .bind(id)
         .bind(owner)
-        .execute(&self.pool)
+        .execute(&self.leases)
         .await?;
         Ok(r.rows_affected() == 1)
     }
@@ -492,9 +505,10 @@ impl JobStore {
             .collect()
     }
 
-    /// Closes the pool (waits for its connections to finish).
+    /// Closes the pools (waits for their connections to finish).
     pub async fn close(&self) {
         self.pool.close().await;
+        self.leases.close().await;
     }
 }
 
