@@ -296,7 +296,10 @@ fn multi_batch(
         wall / jobs.len().max(1) as f64,
         jobs.len() as f64 / wall
     );
-    for (lane, (device, ts)) in per_device.iter().enumerate() {
+    let devices = multi.devices();
+    for (device, ts) in &per_device {
+        // The lane of this device (results come in partition order).
+        let lane = devices.iter().position(|d| d == device).unwrap_or(0);
         // CUDA events where the lane has a device clock, else host clocks.
         let busy = match (before[lane], after[lane]) {
             (Some(a), Some(b)) => cuzk_prover::gpu_busy_fraction_device(ts, a, b),
@@ -451,11 +454,15 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
-    let name = format!(
-        "{}-2^{k}-s{}",
-        if porep { "porep" } else { "synthetic" },
-        args.seed
-    );
+    let name = if porep {
+        format!(
+            "porep{}-2^{k}-s{}",
+            cuzk_prover::synthetic::PorepShaped::SHAPE_VERSION,
+            args.seed
+        )
+    } else {
+        format!("synthetic-2^{k}-s{}", args.seed)
+    };
     let (pk, origin) =
         cuzk_prover::synthetic::cached_key(&keys_dir(args), &name, KEEP_FREE_BYTES, || {
             let mut krng = ChaCha20Rng::seed_from_u64(args.seed ^ 0x006b_6579);

@@ -63,6 +63,10 @@ impl DeviceR1cs {
         }
         let mut locks = Vec::new();
         if resident.is_none() {
+            // A chunk that cannot be locked (the system's limit, or a small
+            // chunk sharing a page with one locked already) streams from
+            // pageable memory, more slowly; the others stay locked.
+            let (mut refused, mut refused_bytes, mut last) = (0usize, 0u64, None);
             for c in sparse.chunks() {
                 // SAFETY: the words belong to `sparse`, held by this value
                 // (an `Arc`, never mutated: chunks are built once) and
@@ -71,16 +75,20 @@ impl DeviceR1cs {
                     Ok(Some(l)) => locks.push(l),
                     Ok(None) => {}
                     Err(e) => {
-                        tracing::warn!(
-                            target: "cuzk_prover",
-                            "page-locking the streamed R1CS failed after {} of {} chunks ({e}); \
-                             the rest streams from pageable memory, more slowly",
-                            locks.len(),
-                            sparse.num_chunks()
-                        );
-                        break;
+                        refused += 1;
+                        refused_bytes += 8 * c.words.len() as u64;
+                        last = Some(e);
                     }
                 }
+            }
+            if let Some(e) = last {
+                tracing::warn!(
+                    target: "cuzk_prover",
+                    "page-locking {refused} of {} chunks of the streamed R1CS ({refused_bytes} \
+                     bytes) failed (the last: {e}); they stream from pageable memory, more \
+                     slowly",
+                    sparse.num_chunks()
+                );
             }
         }
         Ok(DeviceR1cs {

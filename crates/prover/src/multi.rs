@@ -318,7 +318,9 @@ impl MultiGpuProver {
             .lanes
             .into_iter()
             .map(|l| {
-                let prover = l.prover.with_r1cs(r1cs.clone())?;
+                // Resident only beside as many working sets as the lane
+                // admits now: residency must not cost a worker its slot.
+                let prover = l.prover.with_r1cs_beside(r1cs.clone(), l.slots)?;
                 Lane::new(l.device, l.memory, prover, workers)
             })
             .collect::<Result<Vec<_>>>()?;

@@ -25,18 +25,26 @@ struct Gpu {
     /// `msm` without witness-shaped classification, for H's MSM (its
     /// coefficients are uniform).
     dense: GpuMsm,
-    /// The device clock's epoch: a CUDA event recorded on the NTT stream
-    /// when the prover was built ([`Prover::device_clock_ms`]).
-    epoch: Event,
+    /// The device clock's epoch ([`Prover::device_clock_ms`]): a CUDA
+    /// event recorded on the NTT stream, and its time in milliseconds from
+    /// the first one, recorded when the prover was built. It moves forward
+    /// every [`EPOCH_SPAN_MS`], so that the f32 milliseconds CUDA measures
+    /// from it stay finer than 0.25 ms in a long-lived process.
+    epoch: Mutex<(Event, f64)>,
     /// Pinned host buffers for assignments on their way to the device
     /// (the CPU stage copies a job's assignment into one, so that the GPU
     /// stage uploads it by DMA at full PCIe speed); reused across proofs.
     pinned: Mutex<Vec<PinnedBuffer<Fr>>>,
 }
 
-/// Pinned assignment buffers a GPU prover keeps for reuse (one a worker,
-/// with room for two workers' next jobs).
-const PINNED_POOL: usize = 4;
+/// Pinned assignment buffers a GPU prover keeps idle for reuse (the seed
+/// workload's two workers; more are made while more are in flight, and
+/// dropped after use). Each is the assignment's size: 2.6 GB at 2^27.
+const PINNED_POOL: usize = 2;
+
+/// How far, in milliseconds, the device clock's epoch may lag before it
+/// moves forward (one hour: f32 milliseconds there are 0.25 ms apart).
+const EPOCH_SPAN_MS: f32 = 3.6e6;
 
 impl Gpu {
     /// `z` copied (on all cores) into a pinned buffer from the pool, or a
@@ -83,7 +91,13 @@ impl Gpu {
     fn clock_ms(&self) -> Result<f64> {
         let e = Event::new(self.ntt.memory().device())?;
         e.record(self.ntt.stream())?;
-        Ok(f64::from(self.epoch.elapsed_ms(&e)?))
+        let mut epoch = self.epoch.lock().unwrap_or_else(|p| p.into_inner());
+        let since = epoch.0.elapsed_ms(&e)?;
+        let now = epoch.1 + f64::from(since);
+        if since > EPOCH_SPAN_MS {
+            *epoch = (e, now);
+        }
+        Ok(now)
     }
 }
 
@@ -274,7 +288,7 @@ impl Prover {
                     ntt,
                     msm,
                     dense,
-                    epoch,
+                    epoch: Mutex::new((epoch, 0.0)),
                     pinned: Mutex::new(Vec::new()),
                 }),
             device_r1cs: None,
@@ -389,11 +403,23 @@ impl Prover {
     /// the next overlapping the evaluation of this one). Share one
     /// `Arc<SparseR1cs>` between the provers of several GPUs.
     ///
+    /// A proof whose GPU evaluation runs out of device memory (a budget
+    /// shared with other work) falls back to the CPU's evaluation, with a
+    /// warning.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the system does not match the key
-    /// (its domain, or variables past the key's); CUDA errors of the upload
-    /// or of page-locking.
-    pub fn with_r1cs(mut self, r1cs: Arc<SparseR1cs>) -> Result<Self> {
+    /// (its domain, or variables past the key's); CUDA errors of the
+    /// upload. (Page-locking a streamed form that the system refuses is a
+    /// warning: those chunks stream from pageable memory.)
+    pub fn with_r1cs(self, r1cs: Arc<SparseR1cs>) -> Result<Self> {
+        self.with_r1cs_beside(r1cs, 1)
+    }
+
+    /// [`Prover::with_r1cs`], the compact form resident only where the
+    /// budget keeps room for `proofs` working sets beside it (the proofs
+    /// a [`crate::MultiGpuProver`] lane admits at once).
+    pub(crate) fn with_r1cs_beside(mut self, r1cs: Arc<SparseR1cs>, proofs: usize) -> Result<Self> {
         let pk = &self.pk;
         let ni = pk.vk.gamma_abc_g1.len();
         let log_n = qap::domain_log_size(r1cs.num_constraints(), ni)?;
@@ -409,7 +435,8 @@ impl Prover {
         }
         self.device_r1cs = None;
         if let Some(g) = &self.gpu {
-            let reserve = working_set(pk, Some(&g.ntt), Some(2 * r1cs.max_chunk_bytes()));
+            let reserve = working_set(pk, Some(&g.ntt), Some(2 * r1cs.max_chunk_bytes()))
+                .saturating_mul(proofs.max(1) as u64);
             self.device_r1cs = Some(DeviceR1cs::place(
                 r1cs.clone(),
                 g.ntt.memory().clone(),
@@ -668,19 +695,50 @@ impl Prover {
         // The device-resident assignment, when the GPU evaluates the R1CS:
         // uploaded once, read by the evaluation and by every MSM.
         let mut z_dev = None;
-        let h_acc = match (&self.gpu, abc, &self.device_r1cs) {
+        // The GPU's evaluation, or the CPU's when the device path finds the
+        // budget short (other work on the GPU took the room).
+        let mut device = None;
+        let mut h_start = t0;
+        let abc = match (&self.gpu, abc, &self.device_r1cs) {
             (Some(g), None, Some(d)) => {
-                // From the pinned copy by DMA when the CPU stage made one.
-                let zd = match z_pinned {
-                    Some(p) => {
-                        let up = g.ntt.upload(&p);
-                        g.unpin(p);
-                        up?
-                    }
-                    None => g.ntt.upload(z)?,
+                let on_device = || -> Result<_> {
+                    // From the pinned copy by DMA when the CPU stage made one.
+                    let zd = match &z_pinned {
+                        Some(p) => g.ntt.upload(p)?,
+                        None => g.ntt.upload(z)?,
+                    };
+                    let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n)?;
+                    g.ntt.stream().synchronize()?;
+                    Ok((zd, h))
                 };
-                let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n)?;
-                g.ntt.stream().synchronize()?;
+                let r = on_device();
+                if let Some(p) = z_pinned {
+                    g.unpin(p);
+                }
+                match r {
+                    Ok(v) => {
+                        device = Some(v);
+                        None
+                    }
+                    Err(Error::OutOfMemory(m)) => {
+                        tracing::warn!(
+                            target: "cuzk_prover",
+                            "the GPU evaluation of A z, B z, C z ran out of device memory ({m}); \
+                             evaluating on the CPU"
+                        );
+                        let te = Instant::now();
+                        let abc = qap::evaluate(job.matrices, z, job.num_inputs, log_n, false)?;
+                        t.eval_ms += ms(te);
+                        h_start = Instant::now();
+                        Some(abc)
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            (_, abc, _) => abc,
+        };
+        let h_acc = match (&self.gpu, abc, device) {
+            (Some(_), None, Some((zd, h))) => {
                 // The evaluations and the NTTs are one stretch of device
                 // work: counted in the H stage, marked as on the GPU.
                 t.eval_on_gpu = true;
@@ -694,7 +752,7 @@ impl Prover {
             (Some(g), Some(abc), _) => {
                 let h = qap::quotient(&qap::GpuEngine(&g.ntt), abc, log_n, qap::Orders::Reversed)?;
                 g.ntt.stream().synchronize()?;
-                t.h_ntt_ms = ms(t0);
+                t.h_ntt_ms = ms(h_start);
                 let t0 = Instant::now();
                 let acc = self.h.msm_device(&pk.h_query, &h, 0..pk.h_query.len())?;
                 t.msm_h_ms = ms(t0);
@@ -708,7 +766,7 @@ impl Prover {
                 t.msm_h_ms = ms(t0);
                 acc
             }
-            (_, None, _) => {
+            _ => {
                 return Err(Error::Internal(
                     "a proof prepared for GPU evaluation reached a prover without its R1CS on \
                      a GPU"

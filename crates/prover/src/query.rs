@@ -25,6 +25,10 @@ pub(crate) struct Query<P: MsmCurve> {
     /// is dropped before `host`; the key's own slices outlive the prover's
     /// queries, see [`crate::Prover`]).
     lock: Option<Arc<PageLock>>,
+    /// Page-locks `keep` on the GPU path (before it, so dropped first): a
+    /// proof whose scalars come from the device-resident assignment copies
+    /// the indices up by DMA for the gather.
+    keep_lock: Option<Arc<PageLock>>,
     /// Indices of the non-identity bases, when compacted.
     keep: Option<Vec<u32>>,
     /// The compacted bases on the host (CPU path or streamed, when
@@ -105,11 +109,24 @@ impl<P: MsmCurve> Query<P> {
         let used: &[Affine<P>] = compact.as_deref().unwrap_or(bases);
         let mut q = Query {
             lock: None,
+            keep_lock: None,
             keep,
             host: None,
             gpu: None,
             streamed: None,
         };
+        if let (Some(_), Some(k)) = (gpu, &q.keep) {
+            // SAFETY: `keep` is this query's own vector, never resized, and
+            // dropped after `keep_lock` (field order).
+            match unsafe { page_lock(k) } {
+                Ok(l) => q.keep_lock = l,
+                Err(e) => tracing::debug!(
+                    target: "cuzk_prover",
+                    "page-locking a compacted query's indices failed ({e}); they go up from \
+                     pageable memory"
+                ),
+            }
+        }
         let mut residency = gpu.map(|(_, r)| r);
         if let (Some((g, Residency::Resident)), false) = (gpu, used.is_empty()) {
             match g.upload_bases(used) {

@@ -199,7 +199,8 @@ mod tests {
             ..ProofTimings::default()
         };
         // The host test's stages on a device clock whose window starts at
-        // 1000 ms: 60 of 100 ms busy.
+        // 1000 ms, and one from before the window reaching 5 ms into it: 65
+        // of 100 ms busy.
         let ts = [
             stage(1020.0, 1050.0),
             stage(1010.0, 1030.0),

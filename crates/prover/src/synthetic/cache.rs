@@ -23,11 +23,14 @@ pub enum KeyOrigin {
 /// The key cached as `dir/name.pk` (ark-serialize, uncompressed), or, when
 /// that file is missing or unreadable, the one `make` returns, written
 /// there when the file system keeps at least `keep_free_bytes` free after
-/// it (whole-file write to a temporary name, then a rename: a crash or a
-/// full disk leaves no partial key behind). `name` must name the key's
-/// shape and seeds (for example `porep-2^24-i1-s7-k9`): a file of the name
-/// is trusted as that key (its points are not validated, as for a key of
-/// one's own making).
+/// it and is not tmpfs (which would hold the key in host memory twice);
+/// the write goes to a temporary name, then a rename, so a full disk
+/// leaves no partial key behind, and temporary files of processes that
+/// died while writing are removed. `name` must name the key's shape and
+/// seeds, with a version of the generator (for example
+/// `porep2-2^24-i1-s7-k9`, see [`crate::synthetic::PorepShaped::SHAPE_VERSION`]):
+/// a file of the name is trusted as that key (its points are not
+/// validated, as for a key of one's own making).
 ///
 /// # Errors
 /// `make`'s errors; [`Error::InvalidArgument`] for a `name` that is not a
@@ -58,6 +61,7 @@ pub fn cached_key(
             ),
         }
     }
+    remove_stale_temporaries(dir, name);
     let pk = make()?;
     let written = match write(dir, &path, &pk, keep_free_bytes) {
         Ok(w) => w,
@@ -73,10 +77,49 @@ pub fn cached_key(
     Ok((pk, KeyOrigin::Made { written }))
 }
 
+/// The temporary file a process with id `pid` writes `name`'s key to.
+fn temporary(dir: &Path, name: &str, pid: u32) -> std::path::PathBuf {
+    dir.join(format!(".{name}.pk.tmp-{pid}"))
+}
+
+/// Removes the temporary files of `name` left by processes that are gone
+/// (killed while writing); another live process's write is left alone.
+fn remove_stale_temporaries(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.pk.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// tmpfs's magic number in `statfs` (linux/magic.h).
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
 /// Writes `pk` to `path` (in `dir`) if the file system keeps
-/// `keep_free_bytes` free after it; whether it did.
+/// `keep_free_bytes` free after it and is not tmpfs; whether it did.
 fn write(dir: &Path, path: &Path, pk: &ProvingKey, keep_free_bytes: u64) -> std::io::Result<bool> {
     std::fs::create_dir_all(dir)?;
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs by target
+    if rustix::fs::statfs(dir)?.f_type as i64 == TMPFS_MAGIC {
+        tracing::info!(
+            target: "cuzk_prover",
+            "not caching a key at {}: tmpfs would hold it in host memory",
+            path.display()
+        );
+        return Ok(false);
+    }
     let size = pk.uncompressed_size() as u64;
     let st = rustix::fs::statvfs(dir)?;
     let free = st.f_bavail.saturating_mul(st.f_frsize);
@@ -88,13 +131,11 @@ fn write(dir: &Path, path: &Path, pk: &ProvingKey, keep_free_bytes: u64) -> std:
         );
         return Ok(false);
     }
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
+    let name = path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = temporary(dir, &name, std::process::id());
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 22, std::fs::File::create(&tmp)?);
         pk.serialize_uncompressed(&mut w)
@@ -114,13 +155,21 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    /// A directory for the tests, outside tmpfs (where keys are never
+    /// written): the target directory's.
+    fn dir() -> tempfile::TempDir {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/cache-tests");
+        std::fs::create_dir_all(&base).unwrap();
+        tempfile::tempdir_in(base).unwrap()
+    }
+
     fn key() -> Result<ProvingKey> {
         crate::synthetic::random_key(2, 30, 40, &mut rand::rngs::StdRng::seed_from_u64(5))
     }
 
     #[test]
     fn made_written_read_and_remade_when_damaged() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = dir();
         let (pk, o) = cached_key(dir.path(), "k", 0, key).unwrap();
         assert_eq!(o, KeyOrigin::Made { written: true });
         let (again, o) = cached_key(dir.path(), "k", 0, || panic!("cached")).unwrap();
@@ -148,8 +197,25 @@ mod tests {
     }
 
     #[test]
+    fn temporaries_of_dead_processes_are_removed() {
+        let dir = dir();
+        // No process has pid 2^31 - 2 (pid_max is at most 2^22).
+        let dead = temporary(dir.path(), "k", (1 << 31) - 2);
+        let mine = temporary(dir.path(), "k", std::process::id());
+        let other = temporary(dir.path(), "other", (1 << 31) - 2);
+        for f in [&dead, &mine, &other] {
+            std::fs::write(f, b"partial").unwrap();
+        }
+        let (_, o) = cached_key(dir.path(), "k", 0, key).unwrap();
+        assert_eq!(o, KeyOrigin::Made { written: true });
+        assert!(!dead.exists(), "a dead writer's file is removed");
+        assert!(other.exists(), "another key's file is left");
+        assert!(dir.path().join("k.pk").exists());
+    }
+
+    #[test]
     fn not_written_without_room_and_names_checked() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = dir();
         let (_, o) = cached_key(dir.path(), "k", u64::MAX, key).unwrap();
         assert_eq!(o, KeyOrigin::Made { written: false });
         assert!(!dir.path().join("k.pk").exists());

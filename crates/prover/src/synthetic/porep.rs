@@ -79,6 +79,12 @@ struct Block {
 }
 
 impl PorepShaped {
+    /// The generator's version: it changes whenever the circuit's
+    /// structure, its witness or its key's density change, so that keys
+    /// cached under names that carry it ([`crate::synthetic::cached_key`])
+    /// are never taken for another version's.
+    pub const SHAPE_VERSION: u32 = 2;
+
     /// The circuit whose constraints and `num_inputs` public inputs fill a
     /// domain of 2^`log_domain`.
     pub fn new(log_domain: u32, num_inputs: usize, seed: u64) -> Self {
