@@ -8,10 +8,12 @@
 //! not covered: it serves only counters and gauges, and belongs on a
 //! private address.
 //!
-//! A token is a shared secret: make one with `openssl rand -hex 32`, keep
-//! the file readable only by the daemon's and the clients' users, and use
-//! TLS (a proxy in front of the daemon) where the network is not trusted,
-//! since the token travels in clear over plain gRPC.
+//! A token is a shared secret: make one with `openssl rand -hex 32`, and
+//! keep the file readable only by the daemon's and the clients' users.
+//! Over plain gRPC it travels in clear: on a network that is not trusted,
+//! serve over TLS (`--tls-cert-file` and `--tls-key-file`, see
+//! [`crate::tls`]; clients dial `https://`). A daemon with a token on an
+//! address other hosts can reach, without TLS, logs a warning at start.
 
 use crate::{Error, Result};
 use std::fmt;

@@ -5,8 +5,11 @@
 //! A daemon reachable from other hosts needs a bearer token
 //! (`auth_token_file`, see [`crate::auth`]), or `allow_unauthenticated`
 //! for a trusted network: [`Config::validate`] refuses a non-loopback TCP
-//! address with neither.
+//! address with neither. With `tls_cert_file` and `tls_key_file` the TCP
+//! listener speaks TLS (see [`crate::tls`]), so that the token does not
+//! travel in clear.
 
+use crate::tls::ServerTls;
 use crate::{AuthToken, Error, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
 /// gpu_workers_per_device = 2
 /// # listen = "0.0.0.0:9820" needs a token (or allow_unauthenticated = true)
 /// auth_token_file = "/etc/cuzk/token"        # every gRPC call: Bearer <token>
+/// # TLS on the TCP listener (clients: cuzk --addr https://HOST:9820)
+/// tls_cert_file = "/etc/cuzk/tls/cert.pem"   # PEM chain, the daemon's own first
+/// tls_key_file = "/etc/cuzk/tls/key.pem"     # PEM private key of that certificate
+/// # tls_client_ca_file = "/etc/cuzk/tls/clients-ca.pem"  # require client certificates
 /// ```
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -47,6 +54,20 @@ pub struct Config {
     /// network. Loopback addresses and Unix sockets never need it.
     /// Default false.
     pub allow_unauthenticated: bool,
+    /// The daemon's TLS certificate chain (PEM, its own certificate first);
+    /// with `tls_key_file`, the TCP listener serves gRPC over TLS (clients
+    /// dial `https://`). Give both or neither; not with a Unix socket.
+    /// Read at start: a missing or invalid file fails the start. `None`:
+    /// plain gRPC.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key (PEM: PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`'s
+    /// certificate. Keep it readable only by the daemon's user.
+    pub tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) for mutual TLS: with it, every client must
+    /// present a certificate signed by one of them (`cuzk --tls-cert-file
+    /// --tls-key-file`), or its connection is refused. Needs
+    /// `tls_cert_file` and `tls_key_file`. `None`: no client certificates.
+    pub tls_client_ca_file: Option<PathBuf>,
     /// Where the SQLite job store and the payload files live.
     pub data_dir: PathBuf,
     /// The job store: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`.
@@ -114,6 +135,9 @@ impl Default for Config {
             metrics_listen: String::new(),
             auth_token_file: None,
             allow_unauthenticated: false,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
             data_dir: PathBuf::from("cuzk-data"),
             database_url: String::new(),
             payload_dir: PathBuf::new(),
@@ -188,6 +212,72 @@ impl Config {
             .transpose()
     }
 
+    /// The TLS settings of `tls_cert_file`, `tls_key_file` and
+    /// `tls_client_ca_file`, read and checked; `None` without them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when only one of `tls_cert_file` and
+    /// `tls_key_file` is set (see [`Config::validate`]), or naming the file
+    /// that holds no PEM certificate or key, or both when the key is not
+    /// the certificate's; [`Error::Io`] naming a file that cannot be read.
+    pub fn tls(&self) -> Result<Option<ServerTls>> {
+        self.check_tls()?;
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(cert), Some(key)) => {
+                ServerTls::load(cert, key, self.tls_client_ca_file.as_deref()).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether the TCP listener is to speak TLS (`tls_cert_file` and
+    /// `tls_key_file` both set).
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_cert_file.is_some() && self.tls_key_file.is_some()
+    }
+
+    /// The TLS settings' consistency: both files or neither, a client CA
+    /// only with them, and no TLS on a Unix socket. Reads no file.
+    fn check_tls(&self) -> Result<()> {
+        let both = "give both --tls-cert-file PATH and --tls-key-file PATH (tls_cert_file and \
+                    tls_key_file in the config: the PEM certificate chain and its private key), \
+                    or neither for plain gRPC";
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(c), None) => {
+                return Err(Error::InvalidArgument(format!(
+                    "a TLS certificate is configured ({}) without its private key: {both}",
+                    c.display()
+                )))
+            }
+            (None, Some(k)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "a TLS private key is configured ({}) without its certificate: {both}",
+                    k.display()
+                )))
+            }
+            _ => {}
+        }
+        if let Some(ca) = &self.tls_client_ca_file {
+            if !self.tls_enabled() {
+                return Err(Error::InvalidArgument(format!(
+                    "tls_client_ca_file ({}) requires client certificates over TLS, and TLS is \
+                     off: give --tls-cert-file PATH and --tls-key-file PATH too, or drop \
+                     --tls-client-ca-file",
+                    ca.display()
+                )));
+            }
+        }
+        if self.tls_enabled() && self.listen.trim().starts_with("unix:") {
+            return Err(Error::InvalidArgument(format!(
+                "TLS (--tls-cert-file, --tls-key-file) is for TCP addresses, and listen is the \
+                 Unix socket {}: drop the TLS settings (a Unix socket is guarded by its file's \
+                 permissions and never leaves the host), or listen on HOST:PORT",
+                self.listen.trim()
+            )));
+        }
+        Ok(())
+    }
+
     /// Whether `listen` can be reached only from this host: a Unix socket,
     /// or a TCP address on a loopback address (127.0.0.0/8, `::1`,
     /// `localhost`). Anything else (`0.0.0.0`, a host name, an address
@@ -217,25 +307,35 @@ impl Config {
         }
     }
 
-    /// Checks the values that have limits, and that a daemon reachable
-    /// from other hosts has a token (or `allow_unauthenticated`). Reads no
-    /// file: [`Config::auth_token`] reads the token.
+    /// Checks the values that have limits, that a daemon reachable from
+    /// other hosts authenticates its clients (a token, or client
+    /// certificates; else `allow_unauthenticated`), and that the
+    /// TLS settings fit together (the certificate and the key both or
+    /// neither, none on a Unix socket). Reads no file:
+    /// [`Config::auth_token`] reads the token, [`Config::tls`] the TLS
+    /// files.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the setting and what to give.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidArgument(m.into()));
-        if self.auth_token_file.is_none() && !self.allow_unauthenticated && !self.listen_is_local()
+        // Client certificates (mutual TLS) authenticate as a token does.
+        if self.auth_token_file.is_none()
+            && self.tls_client_ca_file.is_none()
+            && !self.allow_unauthenticated
+            && !self.listen_is_local()
         {
             return Err(Error::InvalidArgument(format!(
                 "listen {} can be reached from other hosts, and no token is configured: anyone \
                  who can connect could submit, cancel and read proofs. Give --auth-token-file \
                  PATH (auth_token_file in the config: a file holding a secret token, e.g. from \
-                 `openssl rand -hex 32`), listen on 127.0.0.1 or a Unix socket, or give \
-                 --allow-unauthenticated (allow_unauthenticated = true) on a trusted network",
+                 `openssl rand -hex 32`) or require client certificates (--tls-client-ca-file), \
+                 listen on 127.0.0.1 or a Unix socket, or give --allow-unauthenticated \
+                 (allow_unauthenticated = true) on a trusted network",
                 self.listen
             )));
         }
+        self.check_tls()?;
         if self.gpu_workers_per_device == 0 {
             return bad("gpu_workers_per_device is 0: give at least 1");
         }
@@ -343,6 +443,18 @@ mod tests {
             }
             .validate()
             .unwrap();
+            // Client certificates authenticate too (TLS files are read by
+            // Config::tls).
+            if reachable.contains(':') {
+                Config {
+                    tls_cert_file: Some("/etc/cuzk/cert.pem".into()),
+                    tls_key_file: Some("/etc/cuzk/key.pem".into()),
+                    tls_client_ca_file: Some("/etc/cuzk/clients.pem".into()),
+                    ..at(reachable)
+                }
+                .validate()
+                .unwrap();
+            }
         }
     }
 
@@ -372,5 +484,93 @@ mod tests {
         assert!(e.contains("token file") && e.contains("nope"), "{e}");
         std::fs::write(&p, "allow_unauthenticated = true\n").unwrap();
         assert!(Config::from_file(&p).unwrap().allow_unauthenticated);
+    }
+
+    #[test]
+    fn tls_settings_fit_together() {
+        let tls = |cert: Option<&str>, key: Option<&str>| Config {
+            listen: "0.0.0.0:9820".into(),
+            auth_token_file: Some("/etc/cuzk/token".into()),
+            tls_cert_file: cert.map(Into::into),
+            tls_key_file: key.map(Into::into),
+            ..Config::default()
+        };
+        // Both or neither; checked before any file is read.
+        tls(Some("/c.pem"), Some("/k.pem")).validate().unwrap();
+        tls(None, None).validate().unwrap();
+        assert!(!tls(None, None).tls_enabled());
+        assert!(tls(None, None).tls().unwrap().is_none());
+        for (c, missing) in [
+            (tls(Some("/c.pem"), None), "without its private key"),
+            (tls(None, Some("/k.pem")), "without its certificate"),
+        ] {
+            assert!(!c.tls_enabled());
+            for e in [c.validate().unwrap_err(), c.tls().unwrap_err()] {
+                assert!(matches!(e, Error::InvalidArgument(_)));
+                let e = e.to_string();
+                assert!(
+                    e.contains(missing)
+                        && e.contains("--tls-cert-file")
+                        && e.contains("--tls-key-file"),
+                    "{e}"
+                );
+            }
+        }
+        // Not on a Unix socket.
+        let c = Config {
+            listen: "unix:/run/cuzk.sock".into(),
+            ..tls(Some("/c.pem"), Some("/k.pem"))
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("unix:/run/cuzk.sock") && e.contains("HOST:PORT"),
+            "{e}"
+        );
+        // A client CA needs the daemon's own certificate and key.
+        let c = Config {
+            tls_client_ca_file: Some("/ca.pem".into()),
+            ..tls(None, None)
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("/ca.pem") && e.contains("--tls-cert-file"),
+            "{e}"
+        );
+        Config {
+            tls_client_ca_file: Some("/ca.pem".into()),
+            ..tls(Some("/c.pem"), Some("/k.pem"))
+        }
+        .validate()
+        .unwrap();
+
+        // From TOML, read by Config::tls; a missing file is named.
+        let dir = tempfile::tempdir().unwrap();
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let (cert_p, key_p) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert_p, cert.cert.pem()).unwrap();
+        std::fs::write(&key_p, cert.signing_key.serialize_pem()).unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "tls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n",
+                cert_p.display(),
+                key_p.display()
+            ),
+        )
+        .unwrap();
+        let c = Config::from_file(&p).unwrap();
+        c.validate().unwrap();
+        assert!(c.tls_enabled());
+        assert!(!c.tls().unwrap().unwrap().requires_client_certificates());
+        let gone = dir.path().join("gone.pem");
+        let e = Config {
+            tls_key_file: Some(gone.clone()),
+            ..c
+        }
+        .tls()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(&gone.display().to_string()), "{e}");
     }
 }

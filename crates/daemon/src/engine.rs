@@ -13,6 +13,7 @@ use crate::circuits::{Lanes, Registry};
 use crate::job::{JobRecord, JobState, NewJob, Priority};
 use crate::metrics::Metrics;
 use crate::store::{JobStore, StoreKind};
+use crate::tls::ServerTls;
 use crate::{now_us, pb, AuthToken, Config, Error, Result};
 use ark_ff::UniformRand;
 use ark_serialize::CanonicalSerialize;
@@ -150,6 +151,9 @@ pub struct Engine {
     rt: tokio::runtime::Handle,
     /// The token of `auth_token_file`, read at start.
     auth_token: Option<AuthToken>,
+    /// The TLS settings of `tls_cert_file` and `tls_key_file`, read at
+    /// start.
+    tls: Option<ServerTls>,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// The data directory's lock, held while the engine lives.
     _lock: std::fs::File,
@@ -161,15 +165,18 @@ impl Engine {
     /// back to the queue. Call from a multi-threaded tokio runtime.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad setting or an empty token file;
-    /// [`Error::Io`] when the token file cannot be read or the data
+    /// [`Error::InvalidArgument`] for a bad setting, an empty token file or
+    /// a TLS file without its certificate or key; [`Error::Io`] when the
+    /// token file or a TLS file cannot be read or the data
     /// directories cannot be made; [`Error::Store`] when the store
     /// cannot be opened; [`Error::Prover`] when a device's memory cannot be
     /// set up.
     pub async fn start(config: Config) -> Result<Arc<Engine>> {
         config.validate()?;
-        // Before anything else starts: a bad token file fails the start.
+        // Before anything else starts: a bad token or TLS file fails the
+        // start.
         let auth_token = config.auth_token()?;
+        let tls = config.tls()?;
         let payload_dir = config.payload_dir();
         for d in [&config.data_dir, &payload_dir] {
             std::fs::create_dir_all(d)
@@ -257,6 +264,7 @@ impl Engine {
             metrics: Metrics::new(),
             rt: tokio::runtime::Handle::current(),
             auth_token,
+            tls,
             workers: Mutex::new(Vec::new()),
             _lock: lock,
             config,
@@ -315,6 +323,12 @@ impl Engine {
     /// read at start); `None`: no token required.
     pub fn auth_token(&self) -> Option<&AuthToken> {
         self.auth_token.as_ref()
+    }
+
+    /// The TLS settings the TCP listener serves with (`tls_cert_file`,
+    /// `tls_key_file`, read at start); `None`: plain gRPC.
+    pub fn tls(&self) -> Option<&ServerTls> {
+        self.tls.as_ref()
     }
 
     /// The job store.

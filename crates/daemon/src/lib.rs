@@ -22,8 +22,9 @@
 //! [`Config`] (a TOML file and the daemon's flags). With `auth_token_file`
 //! every gRPC call needs a bearer token ([`auth`]); a daemon listening on
 //! a non-loopback TCP address refuses to start without one unless
-//! `allow_unauthenticated` is set. Device memory budgets
-//! come from cuzk-alloc's `CUZK_DEVICE_MEMORY_LIMIT` and
+//! `allow_unauthenticated` is set. With `tls_cert_file` and
+//! `tls_key_file` the TCP listener serves gRPC over TLS ([`tls`]; mutual
+//! TLS with `tls_client_ca_file`). Device memory budgets come from cuzk-alloc's `CUZK_DEVICE_MEMORY_LIMIT` and
 //! `CUZK_DEVICE_MEMORY_MARGIN`.
 
 pub mod assignment;
@@ -36,6 +37,7 @@ pub mod job;
 pub mod metrics;
 pub mod service;
 pub mod store;
+pub mod tls;
 
 pub use assignment::Assignment;
 pub use auth::AuthToken;

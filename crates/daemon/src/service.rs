@@ -1,5 +1,6 @@
 //! The gRPC layer: each call of `proto/cuzk/v1/prover.proto` mapped onto
-//! the [`Engine`], and the server that listens on TCP or a Unix socket.
+//! the [`Engine`], and the server that listens on TCP (plain or TLS) or a
+//! Unix socket.
 
 use crate::engine::{Payload, Submit};
 use crate::job::{JobRecord, Priority};
@@ -227,11 +228,15 @@ impl pb::prover_server::Prover for ProverService {
 /// engine down (running proofs get `shutdown_grace_secs`). With the
 /// engine's [`Engine::auth_token`], every Prover call without it gets
 /// UNAUTHENTICATED ([`crate::auth::RequireToken`]); the metrics endpoint
-/// needs none.
+/// needs none. With the engine's [`Engine::tls`], the TCP listener serves
+/// gRPC over TLS (requiring client certificates with
+/// `tls_client_ca_file`); a token on an address other hosts can reach
+/// without TLS is served, with a warning that it travels in clear.
 ///
 /// # Errors
-/// [`Error::Io`] when the address cannot be bound; [`Error::Internal`]
-/// when the server fails.
+/// [`Error::Io`] when the address cannot be bound;
+/// [`Error::InvalidArgument`] when the TLS settings cannot be used;
+/// [`Error::Internal`] when the server fails.
 pub async fn serve(
     engine: Arc<Engine>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
@@ -270,13 +275,32 @@ pub async fn serve(
         svc,
         crate::auth::RequireToken::new(engine.auth_token().cloned()),
     );
-    let router = tonic::transport::Server::builder().add_service(svc);
     let listen = engine.config().listen.clone();
-    if engine.auth_token().is_none() && !engine.config().listen_is_local() {
+    let is_unix = listen.starts_with("unix:");
+    let mut server = tonic::transport::Server::builder();
+    // Config::validate refuses TLS with a Unix socket; TCP only here.
+    let tls = engine.tls().filter(|_| !is_unix);
+    if let Some(t) = tls {
+        server = server.tls_config(t.server_config()).map_err(|e| {
+            Error::InvalidArgument(format!("the TLS settings: {}", crate::tls::error_chain(&e)))
+        })?;
+    }
+    let client_certs = tls.is_some_and(|t| t.requires_client_certificates());
+    let router = server.add_service(svc);
+    let reachable = !engine.config().listen_is_local();
+    if engine.auth_token().is_none() && reachable && !client_certs {
         tracing::warn!(
             addr = %listen,
             "serving gRPC without a token on an address other hosts can reach \
              (allow_unauthenticated): anyone who can connect can submit and cancel jobs"
+        );
+    }
+    if engine.auth_token().is_some() && reachable && tls.is_none() {
+        tracing::warn!(
+            addr = %listen,
+            "the bearer token travels in clear: this address can be reached from other hosts \
+             and gRPC is served without TLS, so anyone on the path can read the token. Give \
+             --tls-cert-file PATH and --tls-key-file PATH (tls_cert_file, tls_key_file)"
         );
     }
     let served = if let Some(path) = listen.strip_prefix("unix:") {
@@ -298,7 +322,13 @@ pub async fn serve(
         let l = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| Error::io(format!("binding {listen}"), e))?;
-        tracing::info!(addr = %listen, token = engine.auth_token().is_some(), "serving gRPC");
+        tracing::info!(
+            addr = %listen,
+            token = engine.auth_token().is_some(),
+            tls = tls.is_some(),
+            client_certificates = client_certs,
+            "serving gRPC"
+        );
         router
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::TcpListenerStream::new(l),

@@ -1,7 +1,7 @@
 //! End to end on the CPU path: keys written by `circuits::keygen`, proofs
 //! over gRPC checked by ark-groth16's verifier; real `cuzk-daemon`
 //! processes for load, priorities, backpressure, and SIGKILL with a
-//! restart; bearer-token authentication.
+//! restart; bearer-token authentication; TLS and mutual TLS.
 
 mod common;
 
@@ -601,32 +601,7 @@ fn the_daemon_refuses_to_start_unguarded_or_with_a_bad_token_file() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let sock = format!("unix:{}", tmp.path().join("s.sock").display());
-    let refused = |extra: &[&str]| -> String {
-        let mut child = std::process::Command::new(daemon_exe())
-            .args(["--devices", "cpu", "--data-dir"])
-            .arg(&data)
-            .args(extra)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // A daemon that started after all would serve forever.
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("cuzk-daemon {extra:?} started");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-        assert!(!status.success(), "{err}");
-        err
-    };
+    let refused = |extra: &[&str]| refused_start(&data, extra);
     let e = refused(&["--listen", "0.0.0.0:0"]);
     assert!(
         e.contains("0.0.0.0:0")
@@ -642,4 +617,305 @@ fn the_daemon_refuses_to_start_unguarded_or_with_a_bad_token_file() {
     let empty_s = empty.display().to_string();
     let e = refused(&["--listen", "0.0.0.0:0", "--auth-token-file", &empty_s]);
     assert!(e.contains(&empty_s) && e.contains("is empty"), "{e}");
+}
+
+/// The error output of a `cuzk-daemon` over `data` with `extra` flags,
+/// which must exit with a failure (within a minute).
+fn refused_start(data: &std::path::Path, extra: &[&str]) -> String {
+    let mut child = std::process::Command::new(daemon_exe())
+        .args(["--devices", "cpu", "--data-dir"])
+        .arg(data)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A daemon that started after all would serve forever.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("cuzk-daemon {extra:?} started");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "{err}");
+    err
+}
+
+/// The `cuzk` CLI with `args`: whether it succeeded, and its output.
+fn run_cli(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(cli_exe())
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// A client of a TLS daemon with `tls` and `token`, tried once (the
+/// daemon is up): the error of setting TLS up (no system roots), of
+/// connecting or of a GetStatus call, or `None` when the call went
+/// through.
+async fn tls_failure(
+    port: u16,
+    tls: tonic::transport::ClientTlsConfig,
+    token: Option<&cuzk_daemon::AuthToken>,
+) -> Option<String> {
+    let endpoint =
+        match tonic::transport::Endpoint::from_shared(format!("https://127.0.0.1:{port}"))
+            .unwrap()
+            .tls_config(tls)
+        {
+            Ok(e) => e,
+            Err(e) => return Some(cuzk_daemon::tls::error_chain(&e)),
+        };
+    let ch = match endpoint.connect().await {
+        Ok(ch) => ch,
+        Err(e) => return Some(cuzk_daemon::tls::error_chain(&e)),
+    };
+    let mut c = pb::prover_client::ProverClient::with_interceptor(
+        ch,
+        cuzk_daemon::auth::SendToken::new(token),
+    );
+    c.get_status(pb::GetStatusRequest {})
+        .await
+        .err()
+        .map(|e| cuzk_daemon::tls::error_chain(&e))
+}
+
+/// A daemon serving TLS with a token, on an address other hosts can
+/// reach: a client trusting its CA and sending the token proves; a plain
+/// client, a client trusting another CA, and the system's roots all fail;
+/// the CLI works with https://, --tls-ca-file and --token-file, and says
+/// what to give when they are missing. A token without TLS on such an
+/// address is served with a warning that it travels in clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pki = Pki::write(tmp.path());
+    let token_file = tmp.path().join("token");
+    std::fs::write(&token_file, "tls-test-token\n").unwrap();
+    let token = cuzk_daemon::AuthToken::from_file(&token_file).unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+    let port = free_port();
+    let data = tmp.path().join("data");
+    let _d = Daemon::start_on(
+        &format!("0.0.0.0:{port}"),
+        &data,
+        &[
+            "--auth-token-file",
+            &s(&token_file),
+            "--tls-cert-file",
+            &s(&pki.cert),
+            "--tls-key-file",
+            &s(&pki.key),
+        ],
+    );
+
+    // Trusting the CA, with the token: a proof (the certificate checked
+    // against the address's IP).
+    let tls = cuzk_daemon::tls::client_config(Some(&pki.ca), None, None).unwrap();
+    let mut c = connect_tls(port, tls, Some(&token)).await;
+    let a = witness(TINY, 7);
+    let job = submit(&mut c, TINY, &a, "", pb::Priority::Normal).await;
+    let r = await_done(&mut c, &job).await;
+    assert!(verifies(TINY, &r.proof, &a));
+    let log = std::fs::read_to_string(data.join("daemon.log")).unwrap();
+    assert!(log.contains("serving gRPC"), "{log}");
+    assert!(!log.contains("travels in clear"), "{log}");
+
+    // Plain gRPC: no answer.
+    let plain = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+        .unwrap()
+        .connect()
+        .await;
+    if let Ok(ch) = plain {
+        let mut p = pb::prover_client::ProverClient::with_interceptor(
+            ch,
+            cuzk_daemon::auth::SendToken::new(Some(&token)),
+        );
+        let e = p.get_status(pb::GetStatusRequest {}).await.unwrap_err();
+        assert_ne!(e.code(), tonic::Code::Unauthenticated, "{e}");
+    }
+
+    // Trusting another CA, or the system's: the certificate is refused.
+    let other = cuzk_daemon::tls::client_config(Some(&pki.other_ca), None, None).unwrap();
+    let e = tls_failure(port, other, Some(&token))
+        .await
+        .expect("refused");
+    assert!(e.contains("UnknownIssuer"), "{e}");
+    // (A host without CA certificates fails earlier, setting TLS up.)
+    let system = cuzk_daemon::tls::client_config(None, None, None).unwrap();
+    let e = tls_failure(port, system, Some(&token))
+        .await
+        .expect("refused");
+    assert!(
+        e.contains("certificate") || e.contains("native certs"),
+        "{e}"
+    );
+    // Trusting the CA but expecting another name: refused too.
+    let tls =
+        cuzk_daemon::tls::client_config(Some(&pki.ca), Some("prover-9.example"), None).unwrap();
+    let e = tls_failure(port, tls, Some(&token)).await.expect("refused");
+    assert!(e.contains("prover-9.example"), "{e}");
+
+    // The CLI: https://, the CA and the token (the name checked is
+    // --tls-domain's).
+    let https = format!("https://127.0.0.1:{port}");
+    let (ca, tok) = (s(&pki.ca), s(&token_file));
+    let (ok, out) = run_cli(&[
+        "--addr",
+        &https,
+        "--tls-ca-file",
+        &ca,
+        "--tls-domain",
+        "localhost",
+        "--token-file",
+        &tok,
+        "status",
+    ]);
+    assert!(ok && out.contains("1 done"), "{out}");
+    // Without the token: the token's error, over TLS.
+    let (ok, out) = run_cli(&["--addr", &https, "--tls-ca-file", &ca, "status"]);
+    assert!(!ok && out.contains("give --token-file PATH"), "{out}");
+    // Without the CA: the certificate is refused, and the error says what
+    // to give.
+    let (ok, out) = run_cli(&["--addr", &https, "--token-file", &tok, "status"]);
+    assert!(!ok && out.contains("--tls-ca-file"), "{out}");
+    // Plain gRPC to a TLS daemon: the error points at https://.
+    let http = format!("http://127.0.0.1:{port}");
+    let (ok, out) = run_cli(&["--addr", &http, "--token-file", &tok, "status"]);
+    assert!(!ok && out.contains("https://"), "{out}");
+    // TLS options with a plain address: refused before connecting.
+    let (ok, out) = run_cli(&["--addr", &http, "--tls-ca-file", &ca, "status"]);
+    assert!(!ok && out.contains("not https://"), "{out}");
+
+    // A token without TLS on an address other hosts can reach: served,
+    // with a warning in the log.
+    let plain_port = free_port();
+    let plain_data = tmp.path().join("plain");
+    let _p = Daemon::start_on(
+        &format!("0.0.0.0:{plain_port}"),
+        &plain_data,
+        &["--auth-token-file", &tok],
+    );
+    let mut c = connect_with(plain_port, Some(&token)).await;
+    c.get_status(pb::GetStatusRequest {}).await.unwrap();
+    let log = std::fs::read_to_string(plain_data.join("daemon.log")).unwrap();
+    assert!(
+        log.contains("travels in clear") && log.contains("--tls-cert-file"),
+        "{log}"
+    );
+}
+
+/// With --tls-client-ca-file every client must present a certificate that
+/// CA signed: one with it is served (the CLI too), one without a
+/// certificate or with another CA's is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_requires_a_client_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pki = Pki::write(tmp.path());
+    let s = |p: &std::path::Path| p.display().to_string();
+    let port = free_port();
+    let _d = Daemon::start(
+        port,
+        &tmp.path().join("data"),
+        &[
+            "--tls-cert-file",
+            &s(&pki.cert),
+            "--tls-key-file",
+            &s(&pki.key),
+            "--tls-client-ca-file",
+            &s(&pki.ca),
+        ],
+    );
+    let with_cert = |cert: &std::path::Path, key: &std::path::Path| {
+        cuzk_daemon::tls::client_config(Some(&pki.ca), None, Some((cert, key))).unwrap()
+    };
+    let mut c = connect_tls(port, with_cert(&pki.client_cert, &pki.client_key), None).await;
+    c.get_status(pb::GetStatusRequest {}).await.unwrap();
+
+    let none = cuzk_daemon::tls::client_config(Some(&pki.ca), None, None).unwrap();
+    assert!(
+        tls_failure(port, none, None).await.is_some(),
+        "no certificate"
+    );
+    let other = with_cert(&pki.other_client_cert, &pki.other_client_key);
+    assert!(
+        tls_failure(port, other, None).await.is_some(),
+        "another CA's certificate"
+    );
+
+    let https = format!("https://127.0.0.1:{port}");
+    let (ca, cert, key) = (s(&pki.ca), s(&pki.client_cert), s(&pki.client_key));
+    let (ok, out) = run_cli(&[
+        "--addr",
+        &https,
+        "--tls-ca-file",
+        &ca,
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "status",
+    ]);
+    assert!(ok && out.contains("0 done"), "{out}");
+    let (ok, out) = run_cli(&["--addr", &https, "--tls-ca-file", &ca, "status"]);
+    assert!(!ok, "{out}");
+    let (ok, out) = run_cli(&["--addr", &https, "--tls-cert-file", &cert, "status"]);
+    assert!(!ok && out.contains("--tls-key-file"), "{out}");
+}
+
+/// Bad TLS settings fail the start, naming the setting or the file.
+#[test]
+fn the_daemon_refuses_to_start_with_bad_tls_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pki = Pki::write(tmp.path());
+    let data = tmp.path().join("data");
+    let s = |p: &std::path::Path| p.display().to_string();
+    let (cert, key) = (s(&pki.cert), s(&pki.key));
+    let e = refused_start(&data, &["--tls-cert-file", &cert]);
+    assert!(
+        e.contains("without its private key") && e.contains("--tls-key-file"),
+        "{e}"
+    );
+    let e = refused_start(&data, &["--tls-key-file", &key]);
+    assert!(
+        e.contains("without its certificate") && e.contains("--tls-cert-file"),
+        "{e}"
+    );
+    let sock = format!("unix:{}", tmp.path().join("s.sock").display());
+    let e = refused_start(
+        &data,
+        &[
+            "--listen",
+            &sock,
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+        ],
+    );
+    assert!(e.contains(&sock) && e.contains("HOST:PORT"), "{e}");
+    let missing = s(&tmp.path().join("no-such.pem"));
+    let e = refused_start(
+        &data,
+        &["--tls-cert-file", &missing, "--tls-key-file", &key],
+    );
+    assert!(e.contains(&missing), "{e}");
+    // The key of another certificate (the client's): both files named.
+    let other_key = s(&pki.client_key);
+    let e = refused_start(
+        &data,
+        &["--tls-cert-file", &cert, "--tls-key-file", &other_key],
+    );
+    assert!(e.contains(&cert) && e.contains(&other_key), "{e}");
 }

@@ -3,7 +3,9 @@
 //! `--config FILE` reads a TOML file (see `cuzk_daemon::Config`), and
 //! flags override it. SIGTERM or Ctrl-C stop it after the running proofs.
 //! On a TCP address other hosts can reach it needs `--auth-token-file`
-//! (every gRPC call then carries the token) or `--allow-unauthenticated`.
+//! (every gRPC call then carries the token) or `--allow-unauthenticated`;
+//! `--tls-cert-file` and `--tls-key-file` serve it over TLS, so that the
+//! token does not travel in clear.
 
 use clap::Parser;
 use cuzk_daemon::{service, Config, Engine};
@@ -30,6 +32,19 @@ struct Args {
     /// trusted network only); loopback and Unix sockets need no token.
     #[arg(long)]
     allow_unauthenticated: bool,
+    /// Serve gRPC over TLS with this certificate chain (PEM, the daemon's
+    /// own certificate first); needs --tls-key-file. Clients dial
+    /// https://HOST:PORT. TCP only.
+    #[arg(long, value_name = "PATH")]
+    tls_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert-file's certificate.
+    #[arg(long, value_name = "PATH")]
+    tls_key_file: Option<PathBuf>,
+    /// Require every client to present a certificate signed by one of
+    /// these CA certificates (PEM): mutual TLS. Needs --tls-cert-file and
+    /// --tls-key-file.
+    #[arg(long, value_name = "PATH")]
+    tls_client_ca_file: Option<PathBuf>,
     /// Data directory (SQLite store, payloads, default key directory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
@@ -79,6 +94,15 @@ fn config(a: Args) -> anyhow::Result<Config> {
     }
     if a.allow_unauthenticated {
         c.allow_unauthenticated = true;
+    }
+    if let Some(v) = a.tls_cert_file {
+        c.tls_cert_file = Some(v);
+    }
+    if let Some(v) = a.tls_key_file {
+        c.tls_key_file = Some(v);
+    }
+    if let Some(v) = a.tls_client_ca_file {
+        c.tls_client_ca_file = Some(v);
     }
     if let Some(v) = a.data_dir {
         c.data_dir = v;

@@ -1,16 +1,19 @@
 //! `cuzk`: the command-line client of cuzk-daemon (submit, await, prove,
 //! cancel, status, preload, evict) and local tools for the bundled
 //! circuits (keygen, witness, verify). `--token-file` passes the bearer
-//! token of a daemon started with `--auth-token-file`.
+//! token of a daemon started with `--auth-token-file`; `--addr
+//! https://HOST:PORT` talks to a daemon serving TLS (`--tls-cert-file`),
+//! trusting `--tls-ca-file`'s CA or the system's.
 
 use anyhow::{bail, Context, Result};
 use ark_serialize::CanonicalDeserialize;
 use clap::{Parser, Subcommand};
 use cuzk_daemon::auth::SendToken;
 use cuzk_daemon::pb::{self, prover_client::ProverClient};
+use cuzk_daemon::tls::error_chain;
 use cuzk_daemon::{circuits, Assignment, AuthToken, Priority};
 use cuzk_prover::circuits::Sha256Chain;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
@@ -20,7 +23,17 @@ type Client = ProverClient<InterceptedService<Channel, SendToken>>;
 #[derive(Parser, Debug)]
 #[command(version, about = "cuzk-daemon's client and circuit tools")]
 struct Cli {
-    /// The daemon's address: http://HOST:PORT, or unix:PATH for a Unix
+    #[command(flatten)]
+    conn: Connection,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// How to reach the daemon: its address, its token, the TLS settings.
+#[derive(clap::Args, Debug, Clone)]
+struct Connection {
+    /// The daemon's address: http://HOST:PORT, https://HOST:PORT for a
+    /// daemon serving TLS (its --tls-cert-file), or unix:PATH for a Unix
     /// socket.
     #[arg(long, global = true, default_value = "http://127.0.0.1:9820")]
     addr: String,
@@ -28,8 +41,40 @@ struct Cli {
     /// --auth-token-file), sent with every request.
     #[arg(long, global = true, value_name = "PATH")]
     token_file: Option<PathBuf>,
-    #[command(subcommand)]
-    cmd: Cmd,
+    /// With https://: trust the CA certificates in this PEM file (a
+    /// private CA that signed the daemon's certificate) instead of the
+    /// system's.
+    #[arg(long, global = true, value_name = "PATH")]
+    tls_ca_file: Option<PathBuf>,
+    /// With https://: the name the daemon's certificate must carry, when
+    /// it is not --addr's host (e.g. dialing an IP address).
+    #[arg(long, global = true, value_name = "NAME")]
+    tls_domain: Option<String>,
+    /// With https://: this client's certificate (PEM), for a daemon that
+    /// requires client certificates (its --tls-client-ca-file); needs
+    /// --tls-key-file.
+    #[arg(long, global = true, value_name = "PATH")]
+    tls_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert-file's certificate.
+    #[arg(long, global = true, value_name = "PATH")]
+    tls_key_file: Option<PathBuf>,
+}
+
+impl Connection {
+    /// Whether any TLS option is given.
+    fn any_tls_option(&self) -> bool {
+        self.tls_ca_file.is_some()
+            || self.tls_domain.is_some()
+            || self.tls_cert_file.is_some()
+            || self.tls_key_file.is_some()
+    }
+
+    /// Whether --addr is https:// (the scheme is case-insensitive).
+    fn is_https(&self) -> bool {
+        self.addr
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -138,12 +183,33 @@ enum Cmd {
     },
 }
 
-/// A client of the daemon at `addr`: `http://HOST:PORT`, or `unix:PATH`
-/// for a daemon listening on a Unix socket; with `token_file`, sending its
-/// token.
-async fn client(addr: &str, token_file: Option<&Path>) -> Result<Client> {
-    let token = token_file.map(AuthToken::from_file).transpose()?;
+/// A client of the daemon at `conn.addr`: `http://HOST:PORT`,
+/// `https://HOST:PORT` over TLS (trusting `--tls-ca-file`'s CA, else the
+/// system's), or `unix:PATH` for a daemon listening on a Unix socket; with
+/// `--token-file`, sending its token.
+async fn client(conn: &Connection) -> Result<Client> {
+    let addr = conn.addr.as_str();
+    let token = conn
+        .token_file
+        .as_deref()
+        .map(AuthToken::from_file)
+        .transpose()?;
     let context = || format!("connecting to cuzk-daemon at {addr} (is it running?)");
+    let identity = match (&conn.tls_cert_file, &conn.tls_key_file) {
+        (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
+        (None, None) => None,
+        _ => bail!(
+            "give both --tls-cert-file PATH and --tls-key-file PATH (this client's certificate \
+             and its key, for a daemon that requires client certificates), or neither"
+        ),
+    };
+    if conn.any_tls_option() && !conn.is_https() {
+        bail!(
+            "--tls-ca-file, --tls-domain, --tls-cert-file and --tls-key-file are for TLS, and \
+             --addr {addr} is not https://: give --addr https://HOST:PORT for a daemon serving \
+             TLS, or drop them"
+        );
+    }
     let channel = match addr.strip_prefix("unix:") {
         Some(path) => {
             let path = path.to_string();
@@ -159,6 +225,54 @@ async fn client(addr: &str, token_file: Option<&Path>) -> Result<Client> {
                 }))
                 .await
                 .with_context(context)?
+        }
+        None if conn.is_https() => {
+            let tls = cuzk_daemon::tls::client_config(
+                conn.tls_ca_file.as_deref(),
+                conn.tls_domain.as_deref(),
+                identity,
+            )?;
+            // What the daemon's certificate is checked against, for the
+            // error of a refused handshake.
+            let signer = match &conn.tls_ca_file {
+                Some(p) => format!("the CA in {}", p.display()),
+                None => "a CA the system trusts (for a private CA give --tls-ca-file PATH)".into(),
+            };
+            let name = match &conn.tls_domain {
+                Some(d) => d.clone(),
+                None => "--addr's host (for another name give --tls-domain NAME)".into(),
+            };
+            let client_cert = if identity.is_some() {
+                ""
+            } else {
+                "; a daemon with --tls-client-ca-file also needs --tls-cert-file and \
+                 --tls-key-file"
+            };
+            tonic::transport::Endpoint::from_shared(addr.to_string())?
+                .tls_config(tls)
+                .map_err(|e| {
+                    // Without --tls-ca-file: the system has no CA
+                    // certificates tonic can read.
+                    let fix = match &conn.tls_ca_file {
+                        Some(_) => "",
+                        None => {
+                            ". Without --tls-ca-file the system's CA certificates are trusted: \
+                             give --tls-ca-file PATH, the CA (PEM) that signed the daemon's \
+                             certificate"
+                        }
+                    };
+                    anyhow::anyhow!("TLS for {addr}: {}{fix}", error_chain(&e))
+                })?
+                .connect()
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "connecting to cuzk-daemon at {addr} over TLS: {}. Is it running, with \
+                         --tls-cert-file? Its certificate must be signed by {signer} and name \
+                         {name}{client_cert}",
+                        error_chain(&e)
+                    )
+                })?
         }
         None => tonic::transport::Endpoint::from_shared(addr.to_string())?
             .connect()
@@ -350,8 +464,10 @@ fn parse_preimage(h: &str) -> Result<[u8; 32]> {
         .map_err(|v: Vec<u8>| anyhow::anyhow!("--preimage: {} bytes, give 32", v.len()))
 }
 
-/// `e`, with a refusal for want of the right token said plainly.
-fn explain(e: anyhow::Error, addr: &str, token_file: Option<&Path>) -> anyhow::Error {
+/// `e`, with a refusal for want of the right token said plainly, and a
+/// plain-gRPC call that a TLS daemon could not understand.
+fn explain(e: anyhow::Error, conn: &Connection) -> anyhow::Error {
+    let (addr, token_file) = (conn.addr.as_str(), conn.token_file.as_deref());
     match e.downcast_ref::<tonic::Status>() {
         Some(s) if s.code() == tonic::Code::Unauthenticated => {
             let fix = match token_file {
@@ -364,6 +480,23 @@ fn explain(e: anyhow::Error, addr: &str, token_file: Option<&Path>) -> anyhow::E
                 s.message()
             )
         }
+        // A daemon serving TLS answers a plain HTTP/2 preface with a TLS
+        // alert and closes the connection: the call fails in the client's
+        // transport (a protocol error, a broken pipe or a cancelled call,
+        // as the timing falls), not with a status from the daemon.
+        Some(s)
+            if !conn.is_https()
+                && !addr.starts_with("unix:")
+                && std::error::Error::source(s)
+                    .is_some_and(|c| c.is::<tonic::transport::Error>()) =>
+        {
+            anyhow::anyhow!(
+                "the connection to cuzk-daemon at {addr} broke off ({}): if the daemon serves \
+                 TLS (--tls-cert-file), give --addr https://HOST:PORT (with --tls-ca-file PATH \
+                 for a private CA)",
+                error_chain(s)
+            )
+        }
         _ => e,
     }
 }
@@ -371,17 +504,15 @@ fn explain(e: anyhow::Error, addr: &str, token_file: Option<&Path>) -> anyhow::E
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    let (addr, token_file) = (cli.addr.clone(), cli.token_file.clone());
-    run(cli)
-        .await
-        .map_err(|e| explain(e, &addr, token_file.as_deref()))
+    let conn = cli.conn.clone();
+    run(cli).await.map_err(|e| explain(e, &conn))
 }
 
 /// Runs `cli`'s subcommand.
 async fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Submit(a) => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             println!("{}", submit(&mut c, &a).await?);
         }
         Cmd::Await {
@@ -389,7 +520,7 @@ async fn run(cli: Cli) -> Result<()> {
             timeout_ms,
             out,
         } => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
         Cmd::Prove {
@@ -397,12 +528,12 @@ async fn run(cli: Cli) -> Result<()> {
             timeout_ms,
             out,
         } => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             let job = submit(&mut c, &a).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
         Cmd::Cancel { job } => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             let r = c
                 .cancel_proof(pb::CancelProofRequest { job_id: job })
                 .await?
@@ -411,7 +542,7 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{}", s.as_str_name());
         }
         Cmd::Status { raw } => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             let s = c.get_status(pb::GetStatusRequest {}).await?.into_inner();
             if raw {
                 println!("{s:#?}");
@@ -420,7 +551,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Cmd::Preload { circuit } => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             let r = c
                 .preload_key(pb::PreloadKeyRequest {
                     circuit_id: circuit,
@@ -438,7 +569,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Cmd::Evict { circuit } => {
-            let mut c = client(&cli.addr, cli.token_file.as_deref()).await?;
+            let mut c = client(&cli.conn).await?;
             let r = c
                 .evict_key(pb::EvictKeyRequest {
                     circuit_id: circuit,

@@ -1,5 +1,6 @@
 //! Helpers of the daemon's integration tests: circuit directories made
-//! once per test binary, witnesses, the verifier, daemon processes.
+//! once per test binary, witnesses, the verifier, daemon processes, a
+//! test PKI for TLS.
 #![allow(dead_code, unreachable_pub)]
 
 use ark_serialize::CanonicalDeserialize;
@@ -69,14 +70,111 @@ pub async fn connect(port: u16) -> Client {
 /// A client of the daemon on `port` (waiting for it), sending `token`.
 pub async fn connect_with(port: u16, token: Option<&AuthToken>) -> Client {
     let addr = format!("http://127.0.0.1:{port}");
-    let endpoint = tonic::transport::Endpoint::from_shared(addr.clone()).unwrap();
+    let endpoint = tonic::transport::Endpoint::from_shared(addr).unwrap();
+    connect_endpoint(endpoint, token).await
+}
+
+/// A client of the daemon serving TLS on `port` (waiting for it) at
+/// `https://127.0.0.1:PORT`, with the TLS settings `tls`, sending `token`.
+pub async fn connect_tls(
+    port: u16,
+    tls: tonic::transport::ClientTlsConfig,
+    token: Option<&AuthToken>,
+) -> Client {
+    let addr = format!("https://127.0.0.1:{port}");
+    let endpoint = tonic::transport::Endpoint::from_shared(addr)
+        .unwrap()
+        .tls_config(tls)
+        .unwrap();
+    connect_endpoint(endpoint, token).await
+}
+
+/// A client of the daemon at `endpoint`, retried for a minute while it
+/// starts, sending `token`.
+pub async fn connect_endpoint(
+    endpoint: tonic::transport::Endpoint,
+    token: Option<&AuthToken>,
+) -> Client {
+    let mut last = None;
     for _ in 0..600 {
-        if let Ok(ch) = endpoint.connect().await {
-            return ProverClient::with_interceptor(ch, SendToken::new(token));
+        match endpoint.connect().await {
+            Ok(ch) => return ProverClient::with_interceptor(ch, SendToken::new(token)),
+            Err(e) => last = Some(cuzk_daemon::tls::error_chain(&e)),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("no daemon at {addr}");
+    panic!("no daemon at {}: {last:?}", endpoint.uri());
+}
+
+/// PEM files of a test PKI, made with rcgen: a CA; a server certificate
+/// it signed for `localhost` and 127.0.0.1, and its key; a client
+/// certificate it signed, and its key; and another CA with a client
+/// certificate of its own.
+pub struct Pki {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    pub other_ca: PathBuf,
+    pub other_client_cert: PathBuf,
+    pub other_client_key: PathBuf,
+}
+
+impl Pki {
+    /// Makes the PKI and writes its files into `dir`.
+    pub fn write(dir: &Path) -> Pki {
+        use rcgen::ExtendedKeyUsagePurpose::{ClientAuth, ServerAuth};
+        let file = |name: &str, pem: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, pem).unwrap();
+            p
+        };
+        let (ca, issuer) = test_ca("cuzk test CA");
+        let (other_ca, other_issuer) = test_ca("another test CA");
+        let (cert, key) = signed(&issuer, &["localhost", "127.0.0.1"], ServerAuth);
+        let (client_cert, client_key) = signed(&issuer, &["client-1"], ClientAuth);
+        let (other_cert, other_key) = signed(&other_issuer, &["client-2"], ClientAuth);
+        Pki {
+            ca: file("ca.pem", &ca),
+            cert: file("cert.pem", &cert),
+            key: file("key.pem", &key),
+            client_cert: file("client.pem", &client_cert),
+            client_key: file("client-key.pem", &client_key),
+            other_ca: file("other-ca.pem", &other_ca),
+            other_client_cert: file("other-client.pem", &other_cert),
+            other_client_key: file("other-client-key.pem", &other_key),
+        }
+    }
+}
+
+/// A self-signed CA named `name`: its certificate (PEM) and its issuer.
+fn test_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    use rcgen::KeyUsagePurpose::{CrlSign, DigitalSignature, KeyCertSign};
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    p.distinguished_name.push(rcgen::DnType::CommonName, name);
+    p.key_usages = vec![KeyCertSign, CrlSign, DigitalSignature];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = p.self_signed(&key).unwrap();
+    (cert.pem(), rcgen::Issuer::new(p, key))
+}
+
+/// A certificate for `names` (DNS names or IP addresses) that `issuer`
+/// signed, for `usage`, and its key: PEM.
+fn signed(
+    issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
+    names: &[&str],
+    usage: rcgen::ExtendedKeyUsagePurpose,
+) -> (String, String) {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut p = rcgen::CertificateParams::new(names.clone()).unwrap();
+    p.distinguished_name
+        .push(rcgen::DnType::CommonName, names[0].as_str());
+    p.extended_key_usages = vec![usage];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = p.signed_by(&key, issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
 }
 
 pub fn inline(id: &str, a: &Assignment, key: &str, prio: pb::Priority) -> pb::SubmitProofRequest {
@@ -156,7 +254,8 @@ impl Daemon {
     }
 
     /// As [`Daemon::start`], listening on `listen` (`host:port` or
-    /// `unix:PATH`).
+    /// `unix:PATH`). Its log (stdout) and errors (stderr) go to
+    /// `data`/daemon.log.
     pub fn start_on(listen: &str, data: &Path, extra: &[&str]) -> Daemon {
         std::fs::create_dir_all(data).unwrap();
         let log = std::fs::File::create(data.join("daemon.log")).unwrap();
@@ -167,7 +266,7 @@ impl Daemon {
             .arg("--key-dir")
             .arg(keys())
             .args(extra)
-            .stdout(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .unwrap();
