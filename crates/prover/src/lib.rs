@@ -20,7 +20,10 @@
 //! RNG), [`Prover::prove_job`] (a [`ProofJob`]: matrices and assignment
 //! already at hand, with r and s), [`Prover::prove_batch`] (several
 //! partitions against one key, pipelined). [`MultiGpuProver`] spreads a
-//! batch over several GPUs and several workers a GPU.
+//! batch over several GPUs and several workers a GPU. Given the circuit's
+//! R1CS once ([`Prover::with_r1cs`], a [`SparseR1cs`]), a GPU prover
+//! evaluates `A z`, `B z`, `C z` itself and keeps the whole proof on the
+//! device: the assignment crosses PCIe once.
 //!
 //! ```no_run
 //! # fn demo(pk: ark_groth16::ProvingKey<ark_bls12_381::Bls12_381>,

@@ -14,8 +14,10 @@
 //! from the device budget as they allocate them, and a reservation of the
 //! same bytes there would count them twice. So on a card where only one
 //! working set fits beside the key, the second worker waits for the first
-//! (its CPU stage, the evaluation of `A z, B z, C z`, still overlaps the
-//! first's GPU stage), and no proof runs out of memory for want of a plan.
+//! (its CPU stage still overlaps the first's GPU stage: the evaluation of
+//! `A z, B z, C z`, or with the circuit's R1CS on the GPU
+//! ([`MultiGpuProver::with_r1cs`]) only the copy of its assignment into
+//! pinned memory), and no proof runs out of memory for want of a plan.
 
 use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result, SparseR1cs};
 use cuzk_alloc::{Budget, BudgetConfig, DeviceMemory, MemSource};

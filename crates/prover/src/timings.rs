@@ -15,7 +15,9 @@ pub struct ProofTimings {
     /// [`crate::Prover::with_r1cs`]): the assignment's upload and the
     /// evaluations are then inside [`ProofTimings::h_ntt_ms`].
     pub eval_on_gpu: bool,
-    /// The quotient H: seven NTTs and the coset division.
+    /// The quotient H: seven NTTs and the coset division (with
+    /// [`ProofTimings::eval_on_gpu`], also the assignment's upload and the
+    /// GPU's evaluation of `A z`, `B z`, `C z`).
     pub h_ntt_ms: f64,
     /// MSM of the A query (G1).
     pub msm_a_ms: f64,
