@@ -215,31 +215,57 @@ pub(crate) fn quotient<E: QuotientEngine>(
     log_n: u32,
     orders: Orders,
 ) -> Result<E::Buf> {
-    let (fwd, back) = match orders {
-        Orders::Natural => (Order::NN, Order::NN),
-        Orders::Reversed => (Order::NR, Order::RN),
-    };
     let mut coset = Vec::with_capacity(3);
     for v in abc {
         let mut d = engine.load(v)?;
-        engine.ntt(&mut d, log_n, NttOptions::inverse())?;
-        engine.ntt(
-            &mut d,
-            log_n,
-            NttOptions::forward().on_default_coset().with_order(fwd),
-        )?;
+        to_coset(engine, &mut d, log_n, orders)?;
         coset.push(d);
     }
     let c = coset.pop().expect("three vectors");
     let b = coset.pop().expect("three vectors");
     let a = coset.pop().expect("three vectors");
     let mut h = engine.quotient(a, b, c, <Fr as ark_ff::FftField>::GENERATOR)?;
+    from_coset(engine, &mut h, log_n, orders)?;
+    Ok(h)
+}
+
+/// Evaluations on the domain to evaluations on the default coset: an
+/// inverse NTT, then a forward one on the coset (in `orders`' order).
+fn to_coset<E: QuotientEngine>(
+    engine: &E,
+    v: &mut E::Buf,
+    log_n: u32,
+    orders: Orders,
+) -> Result<()> {
+    let fwd = match orders {
+        Orders::Natural => Order::NN,
+        Orders::Reversed => Order::NR,
+    };
+    engine.ntt(v, log_n, NttOptions::inverse())?;
     engine.ntt(
-        &mut h,
+        v,
+        log_n,
+        NttOptions::forward().on_default_coset().with_order(fwd),
+    )
+}
+
+/// Evaluations on the default coset (in `orders`' order) to coefficients:
+/// an inverse NTT on the coset, in natural order out.
+fn from_coset<E: QuotientEngine>(
+    engine: &E,
+    v: &mut E::Buf,
+    log_n: u32,
+    orders: Orders,
+) -> Result<()> {
+    let back = match orders {
+        Orders::Natural => Order::NN,
+        Orders::Reversed => Order::RN,
+    };
+    engine.ntt(
+        v,
         log_n,
         NttOptions::inverse().on_default_coset().with_order(back),
-    )?;
-    Ok(h)
+    )
 }
 
 /// The coefficients of H on the GPU from the device-resident assignment
@@ -259,37 +285,25 @@ pub(crate) fn device_quotient(
     log_n: u32,
 ) -> Result<DeviceBuffer<Fr>> {
     let n = 1usize << log_n;
-    let to_coset = |k: usize, copy: usize| -> Result<DeviceBuffer<Fr>> {
+    let engine = GpuEngine(ntt);
+    let evaluated = |k: usize, copy: usize| -> Result<DeviceBuffer<Fr>> {
         let mut v = ntt
             .memory()
             .alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
         r1cs.evaluate(k, z, &mut v, copy, ntt.stream())?;
-        ntt.ntt_device(&mut v, log_n, NttOptions::inverse())?;
-        ntt.ntt_device(
-            &mut v,
-            log_n,
-            NttOptions::forward()
-                .on_default_coset()
-                .with_order(Order::NR),
-        )?;
+        to_coset(&engine, &mut v, log_n, Orders::Reversed)?;
         Ok(v)
     };
-    let mut h = to_coset(0, num_inputs)?;
+    let mut h = evaluated(0, num_inputs)?;
     {
-        let b = to_coset(1, 0)?;
+        let b = evaluated(1, 0)?;
         ntt.mul_in_place(&mut h, &b)?;
     }
     {
-        let c = to_coset(2, 0)?;
+        let c = evaluated(2, 0)?;
         ntt.coset_quotient_of_product_in_place(&mut h, &c, <Fr as ark_ff::FftField>::GENERATOR)?;
     }
-    ntt.ntt_device(
-        &mut h,
-        log_n,
-        NttOptions::inverse()
-            .on_default_coset()
-            .with_order(Order::RN),
-    )?;
+    from_coset(&engine, &mut h, log_n, Orders::Reversed)?;
     Ok(h)
 }
 
