@@ -65,7 +65,25 @@ fn main() -> Result<()> {
         checks: Checks::new(run.seed, args.inject_mismatch.clone()),
     };
     for (i, layer) in layers.iter().enumerate() {
-        bench_layer(layer, &run, &mut rec)?;
+        // A layer that stops on an error fails the run as a mismatch does,
+        // and the layers after it still run: one broken kernel does not
+        // hide the figures and checks of the others.
+        if let Err(e) = bench_layer(layer, &run, &mut rec) {
+            let name = LAYERS
+                .iter()
+                .copied()
+                .find(|l| l == layer)
+                .unwrap_or("bench");
+            rec.checks.record(
+                name,
+                "the layer ran to its end",
+                "no error",
+                0,
+                checks::Verdict::Mismatch {
+                    detail: format!("{e:#}"),
+                },
+            );
+        }
         // A run cut short (a time limit, a crash in a later layer) still
         // leaves what it measured and checked.
         let machine = machine::describe(gpu_name.clone(), started.clone());
