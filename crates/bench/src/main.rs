@@ -142,8 +142,9 @@ fn steps(layer: &str, size: Size) -> u64 {
             2 * (g1.len() + g2.len())
         }
         "prover" => {
-            size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2])
-                .len()
+            let dense = size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2]);
+            dense.len()
+                + dense.iter().filter(|&&k| k <= prover::ARK_MAX).count()
                 + 3 * size
                     .pick(
                         prover::POREP_LOGS[0],

@@ -22,6 +22,12 @@ const CPU_PATH: &str = "cuzk prover, CPU path (blst, ark-poly)";
 const VERIFIER: &str = "ark-groth16 verifier";
 const BATCH_IMPL: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
+const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
+
+/// ark-groth16 proves the dense circuits up to this size (log2; about a
+/// minute at 2^24 on 16 cores): the reference that the prover's speed-up
+/// is counted against, and an independent check of its proof.
+pub(crate) const ARK_MAX: u32 = 24;
 
 /// Sizes (log2 of the constraint domain): `--quick`, default, `--full`
 /// (2^26 on the GPU only: its CPU proof would take minutes).
@@ -77,6 +83,9 @@ struct Extra<'a> {
     /// Also prove a batch of [`BATCH_PARTITIONS`] through `MultiGpuProver`
     /// under this budget cap (`Some(None)`: the whole card).
     batch: Option<Option<u64>>,
+    /// Also prove with ark-groth16 (one proof, timed): its proof must
+    /// equal cuzk's.
+    ark: bool,
     /// A real key: every proof must pass ark-groth16's verifier against
     /// these public inputs.
     verify: Option<(
@@ -110,6 +119,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             k <= CPU_MAX,
             Extra {
                 batch: batch_for(run, k, false),
+                ark: k <= ARK_MAX,
                 ..Extra::default()
             },
         )?;
@@ -169,6 +179,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             peer: true,
             verify: Some((&pvk, w.public_inputs().to_vec())),
             batch: None,
+            ark: false,
         };
         one(run, rec, &mut rng, &name, (w, pk), true, extra)?;
     }
@@ -215,6 +226,36 @@ fn one(
             verify(rec, "cuzk prover, CPU path", &proof)?;
             want = Some(proof);
         }
+        let ark = if extra.ark {
+            step(format!("bench prover: {name}: ark-groth16"));
+            let abc = matrices.to_ark();
+            let (ms, proof) = once_ms(|| {
+                ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::create_proof_with_reduction_and_matrices(
+                    &pk,
+                    r,
+                    s,
+                    &abc,
+                    job.num_inputs,
+                    n,
+                    job.full_assignment,
+                )
+            });
+            rec.figure(LAYER, name.clone(), ARK_GROTH16, n, ms, "wall");
+            let proof = proof?;
+            if let Some(w) = &want {
+                rec.checks.values(
+                    LAYER,
+                    format!("{name}: cuzk prover, CPU path"),
+                    ARK_GROTH16,
+                    n,
+                    w,
+                    &proof,
+                );
+            }
+            Some(proof)
+        } else {
+            None
+        };
         let what = format!("{name}: cuzk prover, GPU");
         if run.gpu.is_none() {
             if cpu {
@@ -260,7 +301,10 @@ fn one(
             got.a = (got.a + ark_bls12_381::G1Affine::generator()).into_affine();
         }
         if let Some(w) = &want {
-            rec.checks.values(LAYER, what, CPU_PATH, n, &got, w);
+            rec.checks.values(LAYER, what.clone(), CPU_PATH, n, &got, w);
+        }
+        if let Some(a) = &ark {
+            rec.checks.values(LAYER, what, ARK_GROTH16, n, &got, a);
         }
         rec.checks.values(
             LAYER,
