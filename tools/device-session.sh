@@ -15,7 +15,10 @@
 #                                report) and the log tail to $OUT
 #   ./run-session daemon         ./run-daemon-check (K=24, 10 jobs)
 #   ./run-session porep27        10 PoRep-shaped 2^27 partitions, 2 workers,
-#                                under a 16 GiB budget (bin/prove)
+#                                under a 16 GiB budget (bin/prove; device
+#                                memory back at its baseline afterwards)
+#   ./run-session sha20          the same for 10 partitions of the 2^20
+#                                SHA-256 chain, every proof verified
 # Exit status: the phase's (bench-wait: 0 when the bench finished and
 # passed, 3 while it still runs).
 set -uo pipefail
@@ -74,8 +77,15 @@ case "${1:-}" in
         tail -n 30 "$OUT/porep27.log"
         exit $rc
         ;;
+    sha20)
+        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout 560 ./bin/prove --circuit sha256 \
+            --log-constraints "${K:-20}" --batch --proofs 10 --workers 2 > "$OUT/sha20.log" 2>&1
+        rc=$?
+        tail -n 30 "$OUT/sha20.log"
+        exit $rc
+        ;;
     *)
-        sed -n '2,22p' "$0"
+        sed -n '2,23p' "$0"
         exit 2
         ;;
 esac

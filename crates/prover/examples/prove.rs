@@ -226,14 +226,77 @@ fn make_prover(args: &Args, pk: ProvingKey, r1cs: Option<Arc<SparseR1cs>>) -> Re
     Ok(p)
 }
 
+/// Device memory in use (bytes, `cudaMemGetInfo`'s total - free) on each
+/// device of a multi-GPU prover, taken before the prover is built: after
+/// the batch and the prover's drop it must be back within [`LEAK_SLACK`].
+struct Baseline {
+    memories: Vec<Arc<cuzk_alloc::DeviceMemory>>,
+    used: Vec<u64>,
+}
+
+/// How far device memory in use may end above its baseline (the issue's
+/// "within 1 MiB of its start").
+const LEAK_SLACK: u64 = 1 << 20;
+
+fn used_bytes(m: &cuzk_alloc::DeviceMemory) -> Result<u64> {
+    let (free, total) = m.mem_get_info()?;
+    Ok(total.saturating_sub(free))
+}
+
+impl Baseline {
+    /// Drops `multi`, gives the pools' cached memory back to the driver
+    /// and compares each device's memory in use with the baseline.
+    ///
+    /// # Errors
+    /// When a device ends more than [`LEAK_SLACK`] above its baseline.
+    fn check_release(self, multi: MultiGpuProver) -> Result<()> {
+        drop(multi);
+        for (m, &before) in self.memories.iter().zip(&self.used) {
+            m.trim()?;
+            let after = used_bytes(m)?;
+            let grew = after.saturating_sub(before);
+            println!(
+                "GPU {}: device memory in use {} before the prover, {} after the batch and its \
+                 drop ({} more)",
+                m.device(),
+                cuzk_alloc::fmt_bytes(before),
+                cuzk_alloc::fmt_bytes(after),
+                cuzk_alloc::fmt_bytes(grew)
+            );
+            if grew > LEAK_SLACK {
+                bail!(
+                    "GPU {}: device memory did not return to its baseline after the batch \
+                     ({} more in use than before the prover, over the {} allowed)",
+                    m.device(),
+                    cuzk_alloc::fmt_bytes(grew),
+                    cuzk_alloc::fmt_bytes(LEAK_SLACK)
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 fn make_multi(
     args: &Args,
     pk: ProvingKey,
     r1cs: Option<Arc<SparseR1cs>>,
-) -> Result<MultiGpuProver> {
+) -> Result<(MultiGpuProver, Baseline)> {
     let t = Instant::now();
     let devices: Vec<i32> = (0..args.devices as i32).collect();
-    let m = MultiGpuProver::new(pk, &devices, args.workers)?.with_check_witness(args.check_witness);
+    let memories = devices
+        .iter()
+        .map(|&d| cuzk_alloc::DeviceMemory::from_env(d))
+        .collect::<cuzk_alloc::Result<Vec<_>>>()?;
+    let baseline = Baseline {
+        used: memories
+            .iter()
+            .map(|m| used_bytes(m))
+            .collect::<Result<_>>()?,
+        memories: memories.clone(),
+    };
+    let m = MultiGpuProver::with_memories(pk, &memories, args.workers)?
+        .with_check_witness(args.check_witness);
     let m = match r1cs {
         Some(r) => m.with_r1cs(r)?,
         None => m,
@@ -250,7 +313,7 @@ fn make_multi(
             .unwrap_or_default(),
         t.elapsed().as_secs_f64()
     );
-    Ok(m)
+    Ok((m, baseline))
 }
 
 /// Proves `jobs` on `multi` (round-robin over its GPUs), prints each
@@ -365,7 +428,7 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
             Some(w) => sparse(args, Arc::new(w.matrices.clone()))?,
             None => None,
         };
-        let multi = make_multi(args, pk, r1cs.clone())?;
+        let (multi, baseline) = make_multi(args, pk, r1cs.clone())?;
         let jobs: Vec<_> = parts
             .iter()
             .map(|w| ProofJob {
@@ -380,7 +443,7 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
             }
         }
         println!("batch: all {} proofs verified by ark-groth16", proofs.len());
-        return Ok(());
+        return baseline.check_release(multi);
     }
     let prover = make_prover(args, pk, None)?;
     if args.batch {
@@ -488,10 +551,10 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         s: Fr::rand(rng),
     };
     if args.multi() {
-        let multi = make_multi(args, pk, r1cs)?;
+        let (multi, baseline) = make_multi(args, pk, r1cs)?;
         let jobs: Vec<_> = (0..args.proofs).map(|_| job(rng)).collect();
         multi_batch(&multi, &jobs)?;
-        return Ok(());
+        return baseline.check_release(multi);
     }
     let prover = make_prover(args, pk, r1cs)?;
     let start = Instant::now();
