@@ -19,8 +19,18 @@
 #                                memory back at its baseline afterwards)
 #   ./run-session sha20          the same for 10 partitions of the 2^20
 #                                SHA-256 chain, every proof verified
-# Exit status: the phase's (bench-wait: 0 when the bench finished and
-# passed, 3 while it still runs).
+#   ./run-session queue-start    the phases in $PHASES (default: tests
+#                                bench sha20 porep27 daemon; `bench` is
+#                                ./run-bench in the foreground) one after
+#                                another in a process of its own, with no
+#                                10-minute limit each (LIMIT, default 1800
+#                                s a phase), then waits as queue-wait does
+#   ./run-session queue-wait     waits up to WAIT seconds (default 560);
+#                                copies status.txt, report.json/.md (or the
+#                                partial report) and logs.tar.gz (every
+#                                phase's log) to $OUT
+# Exit status: the phase's (bench-wait, queue-wait: 0 when everything
+# finished and passed, 3 while it still runs).
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/session-out}
@@ -49,9 +59,59 @@ wait_bench() {
     [ "$rc" = 0 ]
 }
 
+# The queue's progress: one line a phase started and ended, then `done`.
+wait_queue() {
+    local limit=${WAIT:-560} t=0 q="$WORK/queue"
+    while ! grep -q '^done' "$q/status.txt" 2>/dev/null; do
+        [ "$t" -ge "$limit" ] && break
+        sleep 5; t=$((t + 5))
+    done
+    cp "$q/status.txt" "$OUT/" 2>/dev/null
+    for f in report.json report.md report.partial.json; do
+        [ -e "$WORK/report/$f" ] && cp "$WORK/report/$f" "$OUT/"
+    done
+    [ -e "$WORK/bench.log" ] && tail -n 300 "$WORK/bench.log" > "$q/out/bench-tail.log"
+    tar -C "$q" -czf "$OUT/logs.tar.gz" out 2>/dev/null
+    cat "$q/status.txt" 2>/dev/null
+    if ! grep -q '^done' "$q/status.txt" 2>/dev/null; then
+        echo "run-session: the queue still runs (call queue-wait again)"
+        return 3
+    fi
+    ! grep -q ' failed ' "$q/status.txt"
+}
+
+QUEUE_LIMIT=${LIMIT:-1800}
+LIMIT=${LIMIT:-560}
+
 case "${1:-}" in
+    queue-start)
+        rm -rf "$WORK/queue" "$WORK/report" && mkdir -p "$WORK/queue/out"
+        export WORK LIMIT_Q="$QUEUE_LIMIT" PHASES="${PHASES:-tests bench sha20 porep27 daemon}"
+        # shellcheck disable=SC2016
+        setsid bash -c '
+            for p in $PHASES; do
+                echo "$p started $(date -u +%H:%M:%S)" >> "$WORK/queue/status.txt"
+                if OUT="$WORK/queue/out" LIMIT=${LIMIT_Q} ./run-session "$p" \
+                        > "$WORK/queue/out/$p.out" 2>&1; then r=passed; else r="failed ($?)"; fi
+                echo "$p ended $(date -u +%H:%M:%S): $r " >> "$WORK/queue/status.txt"
+            done
+            echo done >> "$WORK/queue/status.txt"' \
+            < /dev/null > /dev/null 2>&1 &
+        sleep 2
+        wait_queue
+        ;;
+    queue-wait)
+        wait_queue
+        ;;
+    bench)
+        rm -rf "$WORK/report"
+        timeout "$LIMIT" ./run-bench ${BENCH_ARGS:---full} --out "$WORK/report" > "$WORK/bench.log" 2>&1
+        rc=$?
+        tail -n 40 "$WORK/bench.log"
+        exit $rc
+        ;;
     tests)
-        CUZK_REQUIRE_GPU=1 timeout 570 ./run-tests --test-threads 2 > "$OUT/tests.log" 2>&1
+        CUZK_REQUIRE_GPU=1 timeout "$((LIMIT + 10))" ./run-tests --test-threads 2 > "$OUT/tests.log" 2>&1
         rc=$?
         grep -E "^test result|FAILED|panicked|passed, .* failed" "$OUT/tests.log" | tail -40
         exit $rc
@@ -68,24 +128,24 @@ case "${1:-}" in
         wait_bench
         ;;
     daemon)
-        K=${K:-24} JOBS=${JOBS:-10} OUT="$OUT/daemon" timeout 560 ./run-daemon-check
+        K=${K:-24} JOBS=${JOBS:-10} OUT="$OUT/daemon" timeout "$LIMIT" ./run-daemon-check
         ;;
     porep27)
-        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout 560 ./bin/prove --circuit porep \
+        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit porep \
             --log-constraints "${K:-27}" --batch --proofs 10 --workers 2 > "$OUT/porep27.log" 2>&1
         rc=$?
         tail -n 30 "$OUT/porep27.log"
         exit $rc
         ;;
     sha20)
-        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout 560 ./bin/prove --circuit sha256 \
+        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit sha256 \
             --log-constraints "${K:-20}" --batch --proofs 10 --workers 2 > "$OUT/sha20.log" 2>&1
         rc=$?
         tail -n 30 "$OUT/sha20.log"
         exit $rc
         ;;
     *)
-        sed -n '2,23p' "$0"
+        awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"
         exit 2
         ;;
 esac
