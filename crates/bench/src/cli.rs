@@ -27,6 +27,12 @@ pub(crate) struct Args {
     /// the clock.
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+    /// Keep the PoRep-shaped circuits' random-point keys in this folder
+    /// (ark-serialize; written where the disk keeps 24 GiB free) and read
+    /// them from it in later runs. Default: made afresh each run, never
+    /// written (the 2^26 key is 25 GB).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) key_cache: Option<PathBuf>,
     /// A criterion output folder (CRITERION_HOME of a run of the msm and
     /// ntt criterion benches): compare its medians with this run's figures
     /// for the same calls, print the ratios, flag those more than 10% apart,
@@ -70,7 +76,7 @@ impl Size {
 }
 
 /// What every layer needs to know about the run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Run {
     /// The GPU to bench on, or `None` for the CPU paths only.
     pub(crate) gpu: Option<i32>,
@@ -78,6 +84,8 @@ pub(crate) struct Run {
     pub(crate) size: Size,
     /// Seed of all random inputs; each layer draws from its own stream of it.
     pub(crate) seed: u64,
+    /// `--key-cache`: where PoRep-shaped keys are kept between runs.
+    pub(crate) key_cache: Option<PathBuf>,
 }
 
 impl Run {

@@ -52,6 +52,7 @@ fn main() -> Result<()> {
         gpu,
         size: args.size(),
         seed: args.seed(),
+        key_cache: args.key_cache.clone(),
     };
     let started = machine::now();
     println!(
@@ -143,7 +144,7 @@ fn steps(layer: &str, size: Size) -> u64 {
         }
         "prover" => {
             let dense = size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2]);
-            dense.len()
+            2 * dense.len()
                 + dense.iter().filter(|&&k| k <= prover::ARK_MAX).count()
                 + 3 * size
                     .pick(

@@ -109,6 +109,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     let mut rng = run.rng(5);
     for &k in run.size.pick(LOGS[0], LOGS[1], LOGS[2]) {
         let name = format!("Groth16 proof 2^{k}");
+        step(format!("bench prover: {name}: circuit and key"));
         let (w, pk) = synthetic(k, rng.gen(), &mut rng)?;
         one(
             run,
@@ -131,19 +132,25 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         let key_seed: u64 = rng.gen();
         let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, seed);
         let w = c.matrices()?;
-        let (pk, _) = cuzk_prover::synthetic::cached_key(
-            &std::env::temp_dir().join("cuzk-bench-keys"),
-            &format!(
-                "porep{}-2^{k}-i1-s{seed:x}-k{key_seed:x}",
-                cuzk_prover::synthetic::PorepShaped::SHAPE_VERSION
-            ),
-            KEEP_FREE_BYTES,
-            || {
-                let mut krng =
-                    <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(key_seed);
-                cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut krng)
-            },
-        )?;
+        let make = || {
+            let mut krng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::seed_from_u64(key_seed);
+            cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut krng)
+        };
+        let pk = match &run.key_cache {
+            Some(dir) => {
+                cuzk_prover::synthetic::cached_key(
+                    dir,
+                    &format!(
+                        "porep{}-2^{k}-i1-s{seed:x}-k{key_seed:x}",
+                        cuzk_prover::synthetic::PorepShaped::SHAPE_VERSION
+                    ),
+                    KEEP_FREE_BYTES,
+                    make,
+                )?
+                .0
+            }
+            None => make()?,
+        };
         let extra = Extra {
             peer: true,
             batch: batch_for(run, k, true),
