@@ -145,7 +145,7 @@ fn steps(layer: &str, size: Size) -> u64 {
         "prover" => {
             let dense = size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2]);
             2 * dense.len()
-                + dense.iter().filter(|&&k| k <= prover::ARK_MAX).count()
+                + dense.iter().filter(|&&k| prover::ark_at(k)).count()
                 + 3 * size
                     .pick(
                         prover::POREP_LOGS[0],
