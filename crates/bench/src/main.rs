@@ -142,30 +142,7 @@ fn steps(layer: &str, size: Size) -> u64 {
             let (g1, g2) = size.pick(witness::LOGS[0], witness::LOGS[1], witness::LOGS[2]);
             2 * (g1.len() + g2.len())
         }
-        "prover" => {
-            let dense = size.pick(prover::LOGS[0], prover::LOGS[1], prover::LOGS[2]);
-            2 * dense.len()
-                + dense.iter().filter(|&&k| prover::ark_at(k)).count()
-                + 3 * size
-                    .pick(
-                        prover::POREP_LOGS[0],
-                        prover::POREP_LOGS[1],
-                        prover::POREP_LOGS[2],
-                    )
-                    .len()
-                + 3 * size
-                    .pick(
-                        prover::SHA_LOGS[0],
-                        prover::SHA_LOGS[1],
-                        prover::SHA_LOGS[2],
-                    )
-                    .len()
-                + if size == Size::Full {
-                    prover::BATCH_ROWS
-                } else {
-                    0
-                }
-        }
+        "prover" => prover::steps(size),
         _ => 0,
     };
     n as u64

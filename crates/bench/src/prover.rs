@@ -24,28 +24,46 @@ const BATCH_IMPL: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
 
-/// ark-groth16 proves the dense circuits up to 2^20 and at this size
-/// (log2): the reference that the prover's speed-up is counted against,
-/// and an independent check of its proof. Its MSMs make it slow: several
-/// minutes at 2^24 on 16 cores (arkworks' G1 MSM of 2^20 takes 1.8 s
-/// there, its G2 MSM 6.9 s), so 2^22 is left out.
-pub(crate) const ARK_MAX: u32 = 24;
+/// ark-groth16, the CPU reference of the prover's speed-up (issue 25: "up
+/// to the size that finishes in about a minute, with a fitted line
+/// beyond"), proves the dense circuits up to this size (log2; about 15 s
+/// at 2^20 on 16 cores, its MSMs most of it) and its proof is checked
+/// against cuzk's; the larger sizes get a figure from a line fitted to the
+/// measured ones ([`ARK_FITTED`]).
+pub(crate) const ARK_MAX: u32 = 20;
 
 /// Whether ark-groth16 proves the dense 2^k circuit (see [`ARK_MAX`]).
 pub(crate) fn ark_at(k: u32) -> bool {
-    k <= 20 || k == ARK_MAX
+    k <= ARK_MAX
 }
 
+/// The fitted ark-groth16 figures: t = a n^b through the measured sizes
+/// (least squares on log t against log n), for the dense sizes past
+/// [`ARK_MAX`].
+const ARK_FITTED: &str = "ark-groth16 0.6 (CPU, all cores), fitted a n^b";
+
 /// Sizes (log2 of the constraint domain): `--quick`, default, `--full`
-/// (2^26 on the GPU only: its CPU proof would take minutes).
-pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22, 24, 26]];
+/// (2^24 and 2^26 on the GPU only: their CPU proofs would take minutes).
+pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 24, 26]];
 
-/// The CPU path proves up to this size (log2): every size the bench runs
-/// (2^22 takes about 40 s on 16 cores).
-const CPU_MAX: u32 = 22;
+/// The CPU path proves up to this size (log2; about 11 s at 2^20 on 16
+/// cores).
+const CPU_MAX: u32 = 20;
 
-/// PoRep-shaped sizes (log2 of the domain): `--quick`, default, `--full`.
-pub(crate) const POREP_LOGS: [&[u32]; 3] = [&[14], &[20], &[20, 24, 26]];
+/// PoRep-shaped sizes (log2 of the domain): `--quick`, default, `--full`
+/// (2^27: Filecoin PoRep C2's partition, a 49 GB key).
+pub(crate) const POREP_LOGS: [&[u32]; 3] = [&[14], &[20], &[20, 26, 27]];
+
+/// supraseal-c2 proves PoRep-shaped circuits up to this size (log2): its
+/// parameter file of the 2^27 key (49 GB) does not fit the GPU machine's
+/// disk beside the bench.
+const PEER_MAX: u32 = 26;
+
+/// The GPU proof with A z, B z, C z evaluated on the CPU (the comparison
+/// for GPU evaluation) runs up to this size (log2): at 2^27 its three
+/// vectors (13 GB) do not fit the host beside the key, the matrices and
+/// the prover's copies.
+const HOST_EVAL_MAX: u32 = 26;
 
 /// SHA-256 chain sizes (log2 of the domain; ark-groth16's setup took
 /// 2.5 s at 2^16 on 2 cores): `--quick`, default, `--full`.
@@ -73,14 +91,41 @@ const KEEP_FREE_BYTES: u64 = 24 << 30;
 /// The seed workload's card: a 16 GiB budget for the capped batch rows.
 const CARD_16_GIB: u64 = 16 << 30;
 
-/// The batch rows of `--full` (log2 domain, PoRep-shaped, budget cap):
-/// dense 2^24 on the whole card, and PoRep-shaped 2^26 under a 16 GiB
-/// budget (2^27 takes its 47 GiB key: the `prove` example runs it, see
-/// BENCHMARKS.md).
-const BATCHES: [(u32, bool, Option<u64>); 2] = [(24, false, None), (26, true, Some(CARD_16_GIB))];
+/// The sizes (log2 domain, PoRep-shaped) that get batch rows in `--full`,
+/// each on the whole card and under a 16 GiB budget (issue 25 item 6).
+const BATCHES: [(u32, bool); 5] = [
+    (20, false),
+    (24, false),
+    (26, false),
+    (26, true),
+    (27, true),
+];
+
+/// The budget caps of each batch size: the whole card, then 16 GiB.
+const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
 
 /// Batch rows in a `--full` run (progress steps).
-pub(crate) const BATCH_ROWS: usize = BATCHES.len();
+pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len();
+
+/// Progress steps of the prover layer in a run of `size`: a circuit's
+/// key and its proofs, ark-groth16, supraseal-c2, the SHA-256 chain's
+/// setup, proofs and peer, and the batch rows.
+pub(crate) fn steps(size: crate::cli::Size) -> usize {
+    let dense = size.pick(LOGS[0], LOGS[1], LOGS[2]);
+    let porep = size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]);
+    let sha = size.pick(SHA_LOGS[0], SHA_LOGS[1], SHA_LOGS[2]);
+    let batches = if size == crate::cli::Size::Full {
+        BATCH_ROWS
+    } else {
+        0
+    };
+    2 * dense.len()
+        + dense.iter().filter(|&&k| ark_at(k)).count()
+        + 2 * porep.len()
+        + porep.iter().filter(|&&k| k <= PEER_MAX).count()
+        + 3 * sha.len()
+        + batches
+}
 
 /// What a row checks beyond the CPU path.
 #[derive(Default)]
@@ -88,8 +133,8 @@ struct Extra<'a> {
     /// Compare with supraseal-c2 (PoRep-shaped and real circuits).
     peer: bool,
     /// Also prove a batch of [`BATCH_PARTITIONS`] through `MultiGpuProver`
-    /// under this budget cap (`Some(None)`: the whole card).
-    batch: Option<Option<u64>>,
+    /// under each of these budget caps (`None`: the whole card).
+    batch: Vec<Option<u64>>,
     /// Also prove with ark-groth16 (one proof, timed): its proof must
     /// equal cuzk's.
     ark: bool,
@@ -132,6 +177,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             },
         )?;
     }
+    fit_ark(run, rec);
     for &k in run.size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]) {
         let name = format!("Groth16 proof 2^{k}, PoRep-shaped");
         step(format!("bench prover: {name}: circuit and key"));
@@ -159,7 +205,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             None => make()?,
         };
         let extra = Extra {
-            peer: true,
+            peer: k <= PEER_MAX,
             batch: batch_for(run, k, true),
             ..Extra::default()
         };
@@ -192,7 +238,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         let extra = Extra {
             peer: true,
             verify: Some((&pvk, w.public_inputs().to_vec())),
-            batch: None,
+            batch: Vec::new(),
             ark: false,
         };
         one(run, rec, &mut rng, &name, (w, pk), true, extra)?;
@@ -281,21 +327,30 @@ fn one(
         // One copy of the key in host memory for every prover below.
         let pk = std::sync::Arc::new(pk);
         let prover = Prover::with_shared_key(pk.clone(), mem.clone())?;
+        let k = n.next_power_of_two().trailing_zeros();
         // The path before GPU evaluation, for comparison: a warm-up proof
         // (tables, pools, the key's first use), then the timed one.
-        prove(&prover, &job)?;
-        let (ms, host_eval) = once_ms(|| prove(&prover, &job));
-        let host_eval = host_eval?.0;
-        rec.figure(
-            LAYER,
-            name.clone(),
-            GPU_HOST_EVAL,
-            n,
-            ms,
-            "wall, host to host",
-        );
+        let host_eval = if k <= HOST_EVAL_MAX {
+            prove(&prover, &job)?;
+            let (ms, host_eval) = once_ms(|| prove(&prover, &job));
+            rec.figure(
+                LAYER,
+                name.clone(),
+                GPU_HOST_EVAL,
+                n,
+                ms,
+                "wall, host to host",
+            );
+            Some(host_eval?.0)
+        } else {
+            None
+        };
         let r1cs = std::sync::Arc::new(cuzk_prover::SparseR1cs::new(matrices.clone())?);
         let prover = prover.with_r1cs(r1cs.clone())?;
+        if host_eval.is_none() {
+            // The warm-up, on the GPU-evaluation path.
+            prove(&prover, &job)?;
+        }
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
         let mut proofs = Vec::new();
         for _ in 0..3 {
@@ -320,14 +375,19 @@ fn one(
         if let Some(a) = &ark {
             rec.checks.values(LAYER, what, ARK_GROTH16, n, &got, a);
         }
-        rec.checks.values(
-            LAYER,
-            format!("{name}: cuzk prover, GPU evaluation of A z, B z, C z"),
-            GPU_HOST_EVAL,
-            n,
-            &got,
-            &host_eval,
-        );
+        let what_eval = format!("{name}: cuzk prover, GPU evaluation of A z, B z, C z");
+        match &host_eval {
+            Some(h) => rec
+                .checks
+                .values(LAYER, what_eval, GPU_HOST_EVAL, n, &got, h),
+            None => rec.checks.skip(
+                LAYER,
+                what_eval,
+                GPU_HOST_EVAL,
+                n,
+                "the CPU evaluation's three vectors do not fit the host beside this key",
+            ),
+        }
         let on_gpu = runs.iter().all(|r| r.1.eval_on_gpu);
         rec.checks.values(
             LAYER,
@@ -372,7 +432,17 @@ fn one(
                 "wall, per stage",
             );
         }
-        if let Some(cap) = extra.batch {
+        // Without a peer to hand it to, the prover goes before the batches:
+        // each batch's provers keep host copies of the compacted queries
+        // of their own (25 GB at 2^27).
+        let prover = if extra.peer {
+            Some(prover)
+        } else {
+            drop(prover);
+            mem.trim()?;
+            None
+        };
+        for &cap in &extra.batch {
             batch(
                 rec,
                 &name,
@@ -385,23 +455,79 @@ fn one(
         // The prover (with `mem`) holds the only other reference to the key:
         // the peer drops both before supraseal-c2 loads its own copy.
         drop(pk);
-        if extra.peer {
+        if let Some(prover) = prover {
             peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
         }
     }
     Ok(())
 }
 
-/// The batch row for a 2^k circuit (PoRep-shaped or dense) in this run:
-/// its budget cap, `None` when there is none.
-fn batch_for(run: &Run, k: u32, porep: bool) -> Option<Option<u64>> {
-    if run.size != crate::cli::Size::Full {
+/// The batch rows' budget caps for a 2^k circuit (PoRep-shaped or dense)
+/// in this run (none outside `--full`).
+fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<Option<u64>> {
+    if run.size != crate::cli::Size::Full || !BATCHES.contains(&(k, porep)) {
+        return Vec::new();
+    }
+    BATCH_CAPS.to_vec()
+}
+
+/// Adds [`ARK_FITTED`] figures for the dense sizes of this run past
+/// [`ARK_MAX`]: t = a n^b by least squares (log t against log n) through
+/// ark-groth16's measured dense proofs; nothing with fewer than two.
+fn fit_ark(run: &Run, rec: &mut Record) {
+    let points: Vec<(f64, f64)> = rec
+        .figures
+        .iter()
+        .filter(|f| f.layer == LAYER && f.implementation == ARK_GROTH16 && f.median_ms > 0.0)
+        .map(|f| ((f.elements as f64).ln(), f.median_ms.ln()))
+        .collect();
+    let Some((a, b)) = fit_line(&points) else {
+        return;
+    };
+    let sizes: Vec<(String, usize)> = run
+        .size
+        .pick(LOGS[0], LOGS[1], LOGS[2])
+        .iter()
+        .filter(|&&k| !ark_at(k))
+        .filter_map(|&k| {
+            let name = format!("Groth16 proof 2^{k}");
+            rec.figures
+                .iter()
+                .find(|f| f.layer == LAYER && f.name == name)
+                .map(|f| (name, f.elements))
+        })
+        .collect();
+    for (name, n) in sizes {
+        let ms = (a + b * (n as f64).ln()).exp();
+        rec.figure(
+            LAYER,
+            name,
+            ARK_FITTED,
+            n,
+            ms,
+            "fitted to the measured sizes, not run",
+        );
+    }
+}
+
+/// Least-squares line y = a + b x through `points` (at least two distinct
+/// x), as (a, b).
+fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let m = points.len() as f64;
+    if points.len() < 2 {
         return None;
     }
-    BATCHES
+    let (sx, sy) = points
         .iter()
-        .find(|(bk, bp, _)| *bk == k && *bp == porep)
-        .map(|(_, _, cap)| *cap)
+        .fold((0.0, 0.0), |(sx, sy), (x, y)| (sx + x, sy + y));
+    let (mx, my) = (sx / m, sy / m);
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let b = sxy / sxx;
+    Some((my - b * mx, b))
 }
 
 /// Peak resident set of this process, bytes (Linux: VmHWM of
@@ -562,4 +688,58 @@ fn synthetic(
 /// One proof of `job` with its stage timings.
 fn prove(prover: &Prover, job: &ProofJob<'_>) -> Result<(Proof, ProofTimings)> {
     Ok(prover.prove_job(job)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_line_recovers_a_power_law() {
+        // t = 3 n^1.1 at 2^14, 2^16, 2^20 (log-log: a line).
+        let pts: Vec<(f64, f64)> = [14u32, 16, 20]
+            .iter()
+            .map(|&k| {
+                let n = (1u64 << k) as f64;
+                (n.ln(), (3.0 * n.powf(1.1)).ln())
+            })
+            .collect();
+        let (a, b) = fit_line(&pts).expect("three distinct sizes");
+        assert!((b - 1.1).abs() < 1e-9, "slope {b}");
+        assert!((a - 3f64.ln()).abs() < 1e-6, "intercept {a}");
+        // Fewer than two points, or one size twice: no line.
+        assert!(fit_line(&pts[..1]).is_none());
+        assert!(fit_line(&[pts[0], pts[0]]).is_none());
+    }
+
+    #[test]
+    fn full_batches_cover_issue_25s_sizes_both_ways() {
+        let full = |k, porep| {
+            batch_for(
+                &Run {
+                    gpu: None,
+                    size: crate::cli::Size::Full,
+                    seed: 1,
+                    key_cache: None,
+                },
+                k,
+                porep,
+            )
+        };
+        for (k, porep) in [
+            (20, false),
+            (24, false),
+            (26, false),
+            (26, true),
+            (27, true),
+        ] {
+            assert_eq!(
+                full(k, porep),
+                vec![None, Some(16 << 30)],
+                "2^{k} porep {porep}"
+            );
+        }
+        assert!(full(16, false).is_empty());
+        assert!(full(20, true).is_empty());
+    }
 }
