@@ -6,6 +6,7 @@
 //! PoRep-shaped and real proofs against supraseal-c2's proof of the same
 //! inputs (the `cuzk-supraseal` process, when it was built).
 
+use crate::checks::Verdict;
 use crate::cli::Run;
 use crate::progress::step;
 use crate::report::Record;
@@ -583,6 +584,11 @@ fn batch(
         },
         u64::MAX,
     )?;
+    let used = |m: &DeviceMemory| -> Result<u64> {
+        let (free, total) = m.mem_get_info()?;
+        Ok(total.saturating_sub(free))
+    };
+    let baseline = used(&mem)?;
     let multi =
         cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?
             .with_r1cs(r1cs.clone())?;
@@ -648,8 +654,24 @@ fn batch(
             ours,
         );
     }
+    // The seed's check: after the batch and the prover's drop, device
+    // memory in use is back within 1 MiB of where it was before.
     drop(multi);
     mem.trim()?;
+    let grew = used(&mem)?.saturating_sub(baseline);
+    rec.checks.record(
+        LAYER,
+        format!("{name}: device memory after the batch ({budget}) and the prover's drop"),
+        "device memory before the prover, within 1 MiB",
+        n,
+        if grew <= 1 << 20 {
+            Verdict::Equal
+        } else {
+            Verdict::Mismatch {
+                detail: format!("{} more in use than before", cuzk_alloc::fmt_bytes(grew)),
+            }
+        },
+    );
     Ok(())
 }
 
