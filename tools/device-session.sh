@@ -1,36 +1,42 @@
 #!/usr/bin/env bash
 # One phase of a GPU session, from a bundle made by `cargo xtask bundle`
-# (bundled as ./run-session). Each phase fits one device call of at most
-# 10 minutes and copies its logs to $OUT (the device tool's output folder;
-# default ./session-out). A machine stays warm only seconds between calls,
-# so the long bench runs in a process of its own (setsid) that later calls
-# wait on.
+# (bundled as ./run-session), with its logs copied to $OUT (the device
+# tool's output folder; default ./session-out). A device call lasts at
+# most 10 minutes and a machine stays warm only seconds between calls, so
+# the long work runs in a process of its own (setsid) that later calls
+# wait on: the bench (bench-start) or a queue of phases (queue-start).
 #
-#   ./run-session tests          CUZK_REQUIRE_GPU=1 ./run-tests (9.5 min cap)
-#   ./run-session bench-start    ./run-bench --full (or $BENCH_ARGS) in the
-#                                background, then
-#                                waits as bench-wait does
+#   ./run-session tests          CUZK_REQUIRE_GPU=1 ./run-tests (LIMIT + 10
+#                                s cap)
+#   ./run-session bench          ./run-bench --full (or $BENCH_ARGS) in the
+#                                foreground (LIMIT cap)
+#   ./run-session bench-start    the same in the background, then waits as
+#                                bench-wait does
 #   ./run-session bench-wait     waits up to WAIT seconds (default 560) for
 #                                it; copies report.json/.md (or the partial
 #                                report) and the log tail to $OUT
-#   ./run-session daemon         ./run-daemon-check (K=24, 10 jobs)
-#   ./run-session porep27        10 PoRep-shaped 2^27 partitions, 2 workers,
-#                                under a 16 GiB budget (bin/prove; device
-#                                memory back at its baseline afterwards)
-#   ./run-session sha20          the same for 10 partitions of the 2^20
-#                                SHA-256 chain, every proof verified
+#   ./run-session daemon         ./run-daemon-check (DAEMON_K=24, 10 jobs)
+#   ./run-session porep27        10 PoRep-shaped 2^POREP_K (27) partitions,
+#                                2 workers, under a 16 GiB budget
+#                                (bin/prove; device memory back at its
+#                                figure before the batch afterwards)
+#   ./run-session sha20          the same for 10 partitions of the
+#                                2^SHA_K (20) SHA-256 chain, every proof
+#                                verified
 #   ./run-session queue-start    the phases in $PHASES (default: tests
-#                                bench sha20 porep27 daemon; `bench` is
-#                                ./run-bench in the foreground) one after
-#                                another in a process of its own, with no
-#                                10-minute limit each (LIMIT, default 1800
-#                                s a phase), then waits as queue-wait does
+#                                bench sha20 porep27 daemon) one after
+#                                another in a process of its own, each
+#                                capped at LIMIT seconds (default 1800
+#                                there), then waits as queue-wait does;
+#                                refused while a queue or bench runs
 #   ./run-session queue-wait     waits up to WAIT seconds (default 560);
 #                                copies status.txt, report.json/.md (or the
 #                                partial report) and logs.tar.gz (every
-#                                phase's log) to $OUT
+#                                phase's log, the bench's plots) to $OUT
+# LIMIT: each phase's time cap in seconds (default 560; 1800 in a queue).
 # Exit status: the phase's (bench-wait, queue-wait: 0 when everything
-# finished and passed, 3 while it still runs).
+# finished and passed, 3 while it still runs, 4 when there is nothing to
+# wait for: no queue started on this machine, or it died).
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/session-out}
@@ -59,10 +65,17 @@ wait_bench() {
     [ "$rc" = 0 ]
 }
 
+# Whether the process whose pid is in file $1 runs.
+alive() { [ -e "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
 # The queue's progress: one line a phase started and ended, then `done`.
 wait_queue() {
     local limit=${WAIT:-560} t=0 q="$WORK/queue"
-    while ! grep -q '^done' "$q/status.txt" 2>/dev/null; do
+    if [ ! -e "$q/pid" ]; then
+        echo "run-session: no queue was started on this machine (a fresh one?): call queue-start"
+        return 4
+    fi
+    while ! grep -q '^done' "$q/status.txt" 2>/dev/null && alive "$q/pid"; do
         [ "$t" -ge "$limit" ] && break
         sleep 5; t=$((t + 5))
     done
@@ -71,13 +84,19 @@ wait_queue() {
         [ -e "$WORK/report/$f" ] && cp "$WORK/report/$f" "$OUT/"
     done
     [ -e "$WORK/bench.log" ] && tail -n 300 "$WORK/bench.log" > "$q/out/bench-tail.log"
+    mkdir -p "$q/out/plots" && cp "$WORK"/report/*.svg "$q/out/plots/" 2>/dev/null
     tar -C "$q" -czf "$OUT/logs.tar.gz" out 2>/dev/null
     cat "$q/status.txt" 2>/dev/null
-    if ! grep -q '^done' "$q/status.txt" 2>/dev/null; then
+    if grep -q '^done' "$q/status.txt" 2>/dev/null; then
+        ! grep -q ' failed ' "$q/status.txt"
+        return
+    fi
+    if alive "$q/pid"; then
         echo "run-session: the queue still runs (call queue-wait again)"
         return 3
     fi
-    ! grep -q ' failed ' "$q/status.txt"
+    echo "run-session: the queue's process ended before its last phase (killed?)"
+    return 4
 }
 
 QUEUE_LIMIT=${LIMIT:-1800}
@@ -85,7 +104,11 @@ LIMIT=${LIMIT:-560}
 
 case "${1:-}" in
     queue-start)
-        rm -rf "$WORK/queue" "$WORK/report" && mkdir -p "$WORK/queue/out"
+        if alive "$WORK/queue/pid" || alive "$WORK/bench.pid"; then
+            echo "run-session: a queue or a bench already runs here: call queue-wait or bench-wait"
+            exit 4
+        fi
+        rm -rf "$WORK/queue" "$WORK/report" "$WORK/bench.log" && mkdir -p "$WORK/queue/out"
         export WORK LIMIT_Q="$QUEUE_LIMIT" PHASES="${PHASES:-tests bench sha20 porep27 daemon}"
         # shellcheck disable=SC2016
         setsid bash -c '
@@ -97,6 +120,7 @@ case "${1:-}" in
             done
             echo done >> "$WORK/queue/status.txt"' \
             < /dev/null > /dev/null 2>&1 &
+        echo $! > "$WORK/queue/pid"
         sleep 2
         wait_queue
         ;;
@@ -117,6 +141,10 @@ case "${1:-}" in
         exit $rc
         ;;
     bench-start)
+        if alive "$WORK/queue/pid" || alive "$WORK/bench.pid"; then
+            echo "run-session: a queue or a bench already runs here: call queue-wait or bench-wait"
+            exit 4
+        fi
         rm -rf "$WORK/report" "$WORK/bench.rc"
         setsid bash -c "./run-bench ${BENCH_ARGS:---full} --out '$WORK/report' \
             > '$WORK/bench.log' 2>&1; echo \$? > '$WORK/bench.rc'" < /dev/null > /dev/null 2>&1 &
@@ -128,18 +156,20 @@ case "${1:-}" in
         wait_bench
         ;;
     daemon)
-        K=${K:-24} JOBS=${JOBS:-10} OUT="$OUT/daemon" timeout "$LIMIT" ./run-daemon-check
+        K=${DAEMON_K:-24} JOBS=${JOBS:-10} OUT="$OUT/daemon" timeout "$LIMIT" ./run-daemon-check
         ;;
     porep27)
         CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit porep \
-            --log-constraints "${K:-27}" --batch --proofs 10 --workers 2 > "$OUT/porep27.log" 2>&1
+            --log-constraints "${POREP_K:-27}" --batch --proofs 10 --workers 2 \
+            --keys-dir "$WORK/keys" > "$OUT/porep27.log" 2>&1
         rc=$?
         tail -n 30 "$OUT/porep27.log"
         exit $rc
         ;;
     sha20)
         CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit sha256 \
-            --log-constraints "${K:-20}" --batch --proofs 10 --workers 2 > "$OUT/sha20.log" 2>&1
+            --log-constraints "${SHA_K:-20}" --batch --proofs 10 --workers 2 \
+            --keys-dir "$WORK/keys" > "$OUT/sha20.log" 2>&1
         rc=$?
         tail -n 30 "$OUT/sha20.log"
         exit $rc

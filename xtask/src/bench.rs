@@ -31,6 +31,10 @@ pub(crate) struct Args {
     /// Report folder (default target/cuzk-report).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Keep the PoRep-shaped keys in this folder between runs (default:
+    /// made afresh each run, never written).
+    #[arg(long, value_name = "DIR")]
+    key_cache: Option<std::path::PathBuf>,
     /// Also run the msm and ntt criterion benches first and compare their
     /// medians with the report's figures (criterion_agreement.json).
     #[arg(long)]
@@ -91,6 +95,9 @@ pub(crate) fn run_bench(args: Args) -> Result<()> {
     }
     if let Some(seed) = args.seed {
         bench.args(["--seed", &seed.to_string()]);
+    }
+    if let Some(dir) = &args.key_cache {
+        bench.arg("--key-cache").arg(dir);
     }
     if args.criterion {
         bench.arg("--check-criterion").arg(&criterion_home);

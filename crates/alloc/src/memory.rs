@@ -270,6 +270,37 @@ impl DeviceMemory {
         mem_info(self.device)
     }
 
+    /// Device memory in use, in bytes (`cudaMemGetInfo`'s total - free,
+    /// every process and context of the device counted), once this
+    /// memory's pools are trimmed ([`DeviceMemory::trim`]) and the figure
+    /// has settled: the same value three readings 100 ms apart, or the
+    /// last of 50. Read before and after a workload, it shows whether the
+    /// workload gave back what it took (the driver counts in pages of 2
+    /// MiB; code of kernels loaded on their first launch stays until the
+    /// process ends, so take the first figure after a warm-up run).
+    ///
+    /// # Errors
+    /// As [`DeviceMemory::trim`] and [`DeviceMemory::mem_get_info`].
+    pub fn settled_used_bytes(&self) -> Result<u64> {
+        self.trim()?;
+        let read = || -> Result<u64> {
+            let (free, total) = self.mem_get_info()?;
+            Ok(total.saturating_sub(free))
+        };
+        let mut last = read()?;
+        let mut same = 0;
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let now = read()?;
+            same = if now == last { same + 1 } else { 0 };
+            last = now;
+            if same >= 2 {
+                break;
+            }
+        }
+        Ok(last)
+    }
+
     /// A snapshot of the counters and pool sizes.
     pub fn stats(&self) -> Stats {
         let per = |s: Strategy| {

@@ -105,7 +105,8 @@ fn main() -> Result<()> {
         }
         bail!(
             "{mismatch} of {} checks mismatched: a cuzk result differs from its \
-             reference (inputs from seed {}; rerun with --seed {} to replay)",
+             reference, or a layer stopped on an error (the MISMATCH lines above say \
+             which; inputs from seed {}; rerun with --seed {} to replay)",
             equal + mismatch + skipped,
             run.seed,
             run.seed
