@@ -69,7 +69,15 @@ fn main() -> Result<()> {
         // A layer that stops on an error fails the run as a mismatch does,
         // and the layers after it still run: one broken kernel does not
         // hide the figures and checks of the others.
-        if let Err(e) = bench_layer(layer, &run, &mut rec) {
+        // The prover layer, the longest, also saves what it has after each
+        // circuit (its 2^27 rows need most of the host's memory).
+        let flush = |rec: &Record| {
+            let machine = machine::describe(gpu_name.clone(), started.clone());
+            let mut done = layers[..i].to_vec();
+            done.push(format!("{layer} (in progress)"));
+            write_partial(&args, &run, &machine, rec, &done);
+        };
+        if let Err(e) = bench_layer(layer, &run, &mut rec, &flush) {
             let name = LAYERS
                 .iter()
                 .copied()
@@ -115,15 +123,16 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Runs one layer's benchmarks and checks.
-fn bench_layer(layer: &str, run: &Run, rec: &mut Record) -> Result<()> {
+/// Runs one layer's benchmarks and checks; `flush` writes the report so
+/// far (the prover layer calls it after each circuit).
+fn bench_layer(layer: &str, run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Result<()> {
     match layer {
         "field" => field::bench(run, rec),
         "alloc" => alloc::bench(run, rec),
         "ntt" => ntt::bench(run, rec),
         "msm" => msm::bench(run, rec),
         "witness" => witness::bench(run, rec),
-        "prover" => prover::bench(run, rec),
+        "prover" => prover::bench(run, rec, flush),
         other => bail!("unknown layer `{other}`"),
     }
     .with_context(|| format!("bench {layer}"))

@@ -51,8 +51,9 @@ pub(crate) struct Batch {
     /// Peak of the device budget's claims during the batch, bytes (the
     /// resident key included).
     pub(crate) device_peak_bytes: u64,
-    /// Peak resident set of the bench process so far, bytes (Linux VmHWM;
-    /// 0 elsewhere).
+    /// Peak resident set of the bench process during the batch (from just
+    /// before it), bytes (Linux VmHWM, reset before the batch; 0
+    /// elsewhere).
     pub(crate) host_peak_bytes: u64,
     /// Key bytes streamed from host memory per proof.
     pub(crate) streamed_bytes: u64,

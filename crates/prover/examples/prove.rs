@@ -347,18 +347,20 @@ fn make_multi(
     Ok((m, baseline))
 }
 
-/// Proves `jobs` on `multi` (round-robin over its GPUs) after one warm-up
-/// proof (then `baseline` takes its second figure), prints each proof's
+/// Proves `jobs` on `multi` (round-robin over its GPUs) after a warm-up
+/// proof on each (then `baseline` takes its second figure), prints each proof's
 /// device and timings, and hands the proofs back in order.
 fn multi_batch(
     multi: &MultiGpuProver,
     baseline: &mut Baseline,
     jobs: &[ProofJob<'_>],
 ) -> Result<Vec<ark_groth16::Proof<Bls12_381>>> {
-    // A warm-up proof (tables, pools, the key's first use) outside the
-    // batch's time.
+    // A warm-up proof on every GPU (tables, pools, the key's first use,
+    // kernels loaded) outside the batch's time.
     if let Some(first) = jobs.first() {
-        multi.prove_on(0, first)?;
+        for lane in 0..multi.devices().len() {
+            multi.prove_on(lane, first)?;
+        }
     }
     baseline.warmed()?;
     let clocks = |m: &MultiGpuProver| -> Result<Vec<Option<f64>>> {
