@@ -158,20 +158,14 @@ case "${1:-}" in
     daemon)
         K=${DAEMON_K:-24} JOBS=${JOBS:-10} OUT="$OUT/daemon" timeout "$LIMIT" ./run-daemon-check
         ;;
-    porep27)
-        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit porep \
-            --log-constraints "${POREP_K:-27}" --batch --proofs 10 --workers 2 \
-            --keys-dir "$WORK/keys" > "$OUT/porep27.log" 2>&1
+    porep27 | sha20)
+        # 10 partitions, 2 workers, under a 16 GiB budget, by bin/prove.
+        if [ "$1" = porep27 ]; then circuit=porep k=${POREP_K:-27}; else circuit=sha256 k=${SHA_K:-20}; fi
+        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit "$circuit" \
+            --log-constraints "$k" --batch --proofs 10 --workers 2 \
+            --keys-dir "$WORK/keys" > "$OUT/$1.log" 2>&1
         rc=$?
-        tail -n 30 "$OUT/porep27.log"
-        exit $rc
-        ;;
-    sha20)
-        CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit sha256 \
-            --log-constraints "${SHA_K:-20}" --batch --proofs 10 --workers 2 \
-            --keys-dir "$WORK/keys" > "$OUT/sha20.log" 2>&1
-        rc=$?
-        tail -n 30 "$OUT/sha20.log"
+        tail -n 30 "$OUT/$1.log"
         exit $rc
         ;;
     *)
