@@ -25,23 +25,12 @@ fn free_bytes(mem: &DeviceMemory) -> u64 {
     mem.mem_get_info().unwrap().0
 }
 
-/// Free device memory once it has settled: trims cuzk's pools, then reads
-/// `cudaMemGetInfo` every 100 ms until three reads agree (the driver hands
-/// managed-memory pages back lazily), for at most 5 s.
+/// Free device memory once it has settled (cuzk's pools trimmed, three
+/// equal readings: the driver hands managed-memory pages back lazily):
+/// total - [`DeviceMemory::settled_used_bytes`].
 fn settled_free(mem: &DeviceMemory) -> u64 {
-    mem.trim().unwrap();
-    let mut last = free_bytes(mem);
-    let mut same = 0;
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = free_bytes(mem);
-        same = if now == last { same + 1 } else { 0 };
-        last = now;
-        if same >= 2 {
-            break;
-        }
-    }
-    last
+    let used = mem.settled_used_bytes().unwrap();
+    mem.mem_get_info().unwrap().1 - used
 }
 
 /// Allocates `bytes` of u8 with `strategy`, writes it with a kernel and reads

@@ -66,9 +66,6 @@ fn main() -> Result<()> {
         checks: Checks::new(run.seed, args.inject_mismatch.clone()),
     };
     for (i, layer) in layers.iter().enumerate() {
-        // A layer that stops on an error fails the run as a mismatch does,
-        // and the layers after it still run: one broken kernel does not
-        // hide the figures and checks of the others.
         // The prover layer, the longest, also saves what it has after each
         // circuit (its 2^27 rows need most of the host's memory).
         let flush = |rec: &Record| {
@@ -77,6 +74,9 @@ fn main() -> Result<()> {
             done.push(format!("{layer} (in progress)"));
             write_partial(&args, &run, &machine, rec, &done);
         };
+        // A layer that stops on an error fails the run as a mismatch does,
+        // and the layers after it still run: one broken kernel does not
+        // hide the figures and checks of the others.
         if let Err(e) = bench_layer(layer, &run, &mut rec, &flush) {
             let name = LAYERS
                 .iter()
