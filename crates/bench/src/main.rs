@@ -33,6 +33,9 @@ use report::{Figure, Record};
 const LAYERS: [&str; 6] = ["field", "alloc", "ntt", "msm", "witness", "prover"];
 const CHECKED: [&str; 5] = ["field", "ntt", "msm", "witness", "prover"];
 
+/// The check a layer fails when it stops on an error.
+const LAYER_RAN: &str = "the layer ran to its end";
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let layers = args.layers();
@@ -65,19 +68,23 @@ fn main() -> Result<()> {
         batches: Vec::new(),
         checks: Checks::new(run.seed, args.inject_mismatch.clone()),
     };
-    for (i, layer) in layers.iter().enumerate() {
+    // The layers run so far, as report.partial.json's `layers_done` names
+    // them (a layer that stopped on an error says so).
+    let mut done: Vec<String> = Vec::new();
+    for layer in &layers {
         // The prover layer, the longest, also saves what it has after each
         // circuit (its 2^27 rows need most of the host's memory).
         let flush = |rec: &Record| {
             let machine = machine::describe(gpu_name.clone(), started.clone());
-            let mut done = layers[..i].to_vec();
-            done.push(format!("{layer} (in progress)"));
-            write_partial(&args, &run, &machine, rec, &done);
+            let mut so_far = done.clone();
+            so_far.push(format!("{layer} (in progress)"));
+            write_partial(&args, &run, &machine, rec, &so_far);
         };
         // A layer that stops on an error fails the run as a mismatch does,
         // and the layers after it still run: one broken kernel does not
         // hide the figures and checks of the others.
-        if let Err(e) = bench_layer(layer, &run, &mut rec, &flush) {
+        let outcome = bench_layer(layer, &run, &mut rec, &flush);
+        if let Err(e) = outcome {
             let name = LAYERS
                 .iter()
                 .copied()
@@ -85,22 +92,27 @@ fn main() -> Result<()> {
                 .unwrap_or("bench");
             rec.checks.record(
                 name,
-                "the layer ran to its end",
+                LAYER_RAN,
                 "no error",
                 0,
                 checks::Verdict::Mismatch {
                     detail: format!("{e:#}"),
                 },
             );
+            done.push(format!("{layer} (stopped on an error)"));
+        } else {
+            done.push(layer.clone());
         }
         // A run cut short (a time limit, a crash in a later layer) still
         // leaves what it measured and checked.
         let machine = machine::describe(gpu_name.clone(), started.clone());
-        write_partial(&args, &run, &machine, &rec, &layers[..=i]);
+        write_partial(&args, &run, &machine, &rec, &done);
     }
     progress::finish();
     if let Some(l) = &args.inject_mismatch {
-        if rec.checks.mismatches().next().is_none() {
+        // The injected result must have been checked: a layer's error is
+        // not that.
+        if !rec.checks.mismatches().any(|c| c.name != LAYER_RAN) {
             bail!("--inject-mismatch {l}: no {l} result was checked in this run");
         }
     }
