@@ -1100,3 +1100,100 @@ fn gpu_r1cs_evaluation_matches_cpu() {
         mem.check_all_returned().unwrap();
     }
 }
+
+/// H's MSM beside the witness MSMs (`Prover::with_msm_overlap`), on a
+/// 2^20 PoRep-shaped circuit (random-point key; at smaller sizes a proof's
+/// MSM stage is too small to split into two streamed shares): a prover
+/// built while the budget held none of the key beside a proof's working
+/// set (every query streamed; room is freed after the build) and evaluating
+/// on the GPU runs the two sides at once, each within its own share of the
+/// budget. Its proofs equal the same prover's with the overlap off (the
+/// MSMs one after another) and the CPU path's, for the same r and s; a
+/// batch of two workers under the same budget does the same. The budget's
+/// peak stays under its limit and every byte comes back.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_overlapped_msms_match_cpu() {
+    use std::sync::Arc;
+    let _serial = serial();
+    let Some(dev) = gpu_or_skip("gpu_overlapped_msms_match_cpu") else {
+        return;
+    };
+    let mut rng = rng("gpu_overlapped_msms_match_cpu");
+    let margin = BudgetConfig::default().margin_bytes;
+    let c = cuzk_prover::synthetic::PorepShaped::new(20, 2, rng.gen());
+    let w = c.matrices().unwrap();
+    let pk = cuzk_prover::synthetic::PorepShaped::random_key(&w, &mut rng).unwrap();
+    let r1cs = Arc::new(cuzk_prover::SparseR1cs::new(Arc::new(w.matrices.clone())).unwrap());
+    let job = |rng: &mut ChaCha20Rng| ProofJob {
+        matrices: r1cs.matrices(),
+        ..w.job(Fr::rand(rng), Fr::rand(rng))
+    };
+    let cpu = Prover::cpu(pk.clone()).unwrap();
+    let working_set = {
+        let probe = DeviceMemory::new(dev, BudgetConfig::default(), u64::MAX).unwrap();
+        Prover::with_memory(pk.clone(), probe)
+            .unwrap()
+            .with_r1cs(r1cs.clone())
+            .unwrap()
+            .working_set_bytes()
+    };
+    let room = 256u64 << 20;
+    let cap = margin + working_set + room;
+    let mem = capped_memory(dev, margin, cap);
+    // The key is placed while `room` is held: nothing of it fits.
+    let held = mem.budget().try_reserve(room).unwrap();
+    let build = |overlap: bool| {
+        Prover::with_memory(pk.clone(), mem.clone())
+            .unwrap()
+            .with_msm_overlap(overlap)
+            .with_r1cs(r1cs.clone())
+            .unwrap()
+    };
+    let (on, off) = (build(true), build(false));
+    let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2)
+        .unwrap()
+        .with_r1cs(r1cs.clone())
+        .unwrap();
+    drop(held);
+    let streamed = on.streamed_queries();
+    for p in [&on, &off, multi.prover(0).unwrap()] {
+        let streamed = p.streamed_queries();
+        assert!(
+            ["H", "L", "A", "B G1", "B G2"]
+                .iter()
+                .all(|q| streamed.contains(q)),
+            "every query streamed: {streamed:?}"
+        );
+    }
+    for _ in 0..2 {
+        let j = job(&mut rng);
+        let (got, t) = on.prove_job(&j).unwrap();
+        assert!(t.eval_on_gpu && t.msm_overlapped, "overlapped: {t:?}");
+        let (serial, t) = off.prove_job(&j).unwrap();
+        assert!(
+            t.eval_on_gpu && !t.msm_overlapped,
+            "one after another: {t:?}"
+        );
+        assert_eq!(got, serial, "overlapped against one after another");
+        assert_eq!(got, cpu.prove_job(&j).unwrap().0, "against the CPU path");
+    }
+    drop((on, off));
+    let jobs: Vec<ProofJob<'_>> = (0..4).map(|_| job(&mut rng)).collect();
+    let out = multi.prove_batch(&jobs, None).unwrap();
+    for (j, o) in jobs.iter().zip(out) {
+        let (got, t, _) = o.unwrap();
+        assert!(t.msm_overlapped, "batch overlapped: {t:?}");
+        assert_eq!(got, cpu.prove_job(j).unwrap().0, "batch");
+    }
+    drop(multi);
+    let peak = mem.budget().peak_claimed_bytes();
+    let limit = mem.budget().limit_bytes().unwrap();
+    assert!(peak <= limit, "peak {peak} > limit {limit}");
+    report(&format!(
+        "gpu_overlapped_msms_match_cpu: 2^20 PoRep-shaped, cap {}, streamed {streamed:?}, peak {}",
+        cuzk_alloc::fmt_bytes(cap),
+        cuzk_alloc::fmt_bytes(peak)
+    ));
+    mem.check_all_returned().unwrap();
+}

@@ -29,6 +29,11 @@ const VERIFIER: &str = "ark-groth16 verifier";
 const BATCH_IMPL: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers";
 const BATCH_IMPL_CAPPED: &str =
     "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget";
+/// [`BATCH_IMPL_CAPPED`] with H's MSM and the witness MSMs one after
+/// another ([`cuzk_prover::Prover::with_msm_overlap`] off): the baseline of
+/// the overlap, in the same run.
+const BATCH_IMPL_CAPPED_SERIAL: &str =
+    "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, MSMs one after another";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
 
@@ -115,8 +120,12 @@ const BATCHES: [(u32, bool); 5] = [
 /// The budget caps of each batch size: the whole card, then 16 GiB.
 const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
 
+/// The batch size (log2 domain, PoRep-shaped) that also gets a row under
+/// 16 GiB with the MSMs one after another, the overlap's baseline.
+const SERIAL_BATCH: (u32, bool) = (26, true);
+
 /// Batch rows in a `--full` run (progress steps).
-pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len();
+pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 1;
 
 /// Progress steps of the prover layer in a run of `size`: a circuit's
 /// key and its proofs, ark-groth16, supraseal-c2, the SHA-256 chain's
@@ -144,8 +153,9 @@ struct Extra<'a> {
     /// Compare with supraseal-c2 (PoRep-shaped and real circuits).
     peer: bool,
     /// Also prove a batch of [`BATCH_PARTITIONS`] through `MultiGpuProver`
-    /// under each of these budget caps (`None`: the whole card).
-    batch: Vec<Option<u64>>,
+    /// under each of these budget caps (`None`: the whole card), with the
+    /// MSMs overlapped or not ([`batch_for`]).
+    batch: Vec<(Option<u64>, bool)>,
     /// Also prove with ark-groth16 (one proof, timed): its proof must
     /// equal cuzk's.
     ark: bool,
@@ -474,7 +484,7 @@ fn one(
             drop(prover);
             mem.trim()?;
         }
-        for &cap in &extra.batch {
+        for &(cap, overlap) in &extra.batch {
             // A batch that fails is a failed check; the layer goes on.
             if let Err(e) = batch(
                 rec,
@@ -482,11 +492,11 @@ fn one(
                 (pk.clone(), &witness, &r1cs),
                 (&job, &got),
                 rng,
-                cap,
+                (cap, overlap),
             ) {
                 rec.checks.record(
                     LAYER,
-                    format!("{name}: batch ({})", budget_name(cap)),
+                    format!("{name}: batch ({})", batch_label(cap, overlap)),
                     "every partition proved",
                     n,
                     Verdict::Mismatch {
@@ -499,13 +509,17 @@ fn one(
     Ok(())
 }
 
-/// The batch rows' budget caps for a 2^k circuit (PoRep-shaped or dense)
-/// in this run (none outside `--full`).
-fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<Option<u64>> {
+/// The batch rows of a 2^k circuit (PoRep-shaped or dense) in this run
+/// (none outside `--full`): (budget cap, MSMs overlapped).
+fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, bool)> {
     if run.size != crate::cli::Size::Full || !BATCHES.contains(&(k, porep)) {
         return Vec::new();
     }
-    BATCH_CAPS.to_vec()
+    let mut rows: Vec<_> = BATCH_CAPS.iter().map(|&c| (c, true)).collect();
+    if (k, porep) == SERIAL_BATCH {
+        rows.push((Some(CARD_16_GIB), false));
+    }
+    rows
 }
 
 /// Adds [`ARK_FITTED`] figures for the dense sizes of this run past
@@ -623,9 +637,19 @@ fn reset_host_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// A batch row's budget, and "MSMs one after another" without the overlap.
+fn batch_label(cap: Option<u64>, overlap: bool) -> String {
+    if overlap {
+        budget_name(cap)
+    } else {
+        format!("{}, MSMs one after another", budget_name(cap))
+    }
+}
+
 /// [`BATCH_PARTITIONS`] partitions of `witness` proved by `MultiGpuProver`
 /// with [`BATCH_WORKERS`] workers on GPU 0 under a budget capped at `cap`
-/// (`None`: the whole card, less the default margin), after one warm-up
+/// (`None`: the whole card, less the default margin), H's MSM beside the
+/// witness MSMs where it applies or not (`overlap`), after one warm-up
 /// proof; partition 0 takes `job`'s r and s, the others their own. Records
 /// the time per partition as a figure and the batch (throughput, GPU busy
 /// fraction, memory peaks), and checks partition 0's proof against `ours`
@@ -640,11 +664,11 @@ fn batch(
     ),
     (job, ours): (&ProofJob<'_>, &Proof),
     rng: &mut rand_chacha::ChaCha20Rng,
-    cap: Option<u64>,
+    (cap, overlap): (Option<u64>, bool),
 ) -> Result<()> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory};
     let n = job.matrices.num_constraints;
-    let budget = budget_name(cap);
+    let budget = batch_label(cap, overlap);
     step(format!(
         "bench prover: {name}: batch of {BATCH_PARTITIONS}, {BATCH_WORKERS} workers, {budget}"
     ));
@@ -682,6 +706,7 @@ fn batch(
     )?;
     let multi =
         cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?
+            .with_msm_overlap(overlap)
             .with_r1cs(r1cs.clone())?;
     let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
         .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
@@ -730,14 +755,15 @@ fn batch(
         device_peak_bytes: mem.budget().peak_claimed_bytes(),
         host_peak_bytes: host_peak_bytes(),
         streamed_bytes: timings.first().map_or(0, |t| t.streamed_bytes),
+        msm_overlapped: !timings.is_empty() && timings.iter().all(|t| t.msm_overlapped),
     };
     rec.figure(
         LAYER,
         name,
-        if cap.is_some() {
-            BATCH_IMPL_CAPPED
-        } else {
-            BATCH_IMPL
+        match (cap, overlap) {
+            (None, _) => BATCH_IMPL,
+            (Some(_), true) => BATCH_IMPL_CAPPED,
+            (Some(_), false) => BATCH_IMPL_CAPPED_SERIAL,
         },
         n,
         b.per_partition_ms(),
@@ -885,11 +911,11 @@ mod tests {
             (26, true),
             (27, true),
         ] {
-            assert_eq!(
-                full(k, porep),
-                vec![None, Some(16 << 30)],
-                "2^{k} porep {porep}"
-            );
+            let mut want = vec![(None, true), (Some(16 << 30), true)];
+            if (k, porep) == SERIAL_BATCH {
+                want.push((Some(16 << 30), false));
+            }
+            assert_eq!(full(k, porep), want, "2^{k} porep {porep}");
         }
         assert!(full(16, false).is_empty());
         assert!(full(20, true).is_empty());

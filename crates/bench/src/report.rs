@@ -57,6 +57,9 @@ pub(crate) struct Batch {
     pub(crate) host_peak_bytes: u64,
     /// Key bytes streamed from host memory per proof.
     pub(crate) streamed_bytes: u64,
+    /// Whether the proofs ran H's MSM beside the witness MSMs
+    /// (`cuzk_prover::ProofTimings::msm_overlapped`, of every proof).
+    pub(crate) msm_overlapped: bool,
 }
 
 impl Batch {
@@ -186,6 +189,7 @@ pub(crate) fn to_json(machine: &Machine, cuda_compiled: bool, seed: u64, rec: &R
                 "device_peak_bytes": b.device_peak_bytes,
                 "host_peak_bytes": b.host_peak_bytes,
                 "streamed_bytes_per_proof": b.streamed_bytes,
+                "msm_overlapped": b.msm_overlapped,
             })
         })
         .collect();
@@ -395,6 +399,7 @@ pub(crate) mod tests {
             device_peak_bytes: 15 << 30,
             host_peak_bytes: 40 << 30,
             streamed_bytes: 3 << 30,
+            msm_overlapped: true,
         }
     }
 

@@ -15,7 +15,7 @@ const FIGURE_HEADER: [&str; 7] = [
     "vs arkworks",
 ];
 const CHECK_HEADER: [&str; 6] = ["layer", "check", "against", "size", "verdict", "seed"];
-const BATCH_HEADER: [&str; 9] = [
+const BATCH_HEADER: [&str; 10] = [
     "batch",
     "partitions x workers",
     "budget",
@@ -25,10 +25,11 @@ const BATCH_HEADER: [&str; 9] = [
     "device peak",
     "host peak",
     "streamed a proof",
+    "H's MSM",
 ];
 
 /// One batch's cells, as printed.
-fn batch_cells(b: &Batch) -> [String; 9] {
+fn batch_cells(b: &Batch) -> [String; 10] {
     [
         b.name.clone(),
         format!("{} x {}", b.partitions, b.workers),
@@ -40,6 +41,11 @@ fn batch_cells(b: &Batch) -> [String; 9] {
         cuzk_alloc::fmt_bytes(b.device_peak_bytes),
         cuzk_alloc::fmt_bytes(b.host_peak_bytes),
         cuzk_alloc::fmt_bytes(b.streamed_bytes),
+        if b.msm_overlapped {
+            "beside A, B, L".into()
+        } else {
+            "alone".into()
+        },
     ]
 }
 
@@ -162,7 +168,7 @@ pub(crate) fn markdown(machine: &Machine, seed: u64, rec: &Record, plots: &[Stri
              union of the proofs' GPU stages over the batch's wall time.\n\n{}\n",
             md_table(
                 BATCH_HEADER,
-                [false, false, false, true, true, true, true, true, true],
+                [false, false, false, true, true, true, true, true, true, false],
                 rec.batches.iter().map(batch_cells),
             )
         )

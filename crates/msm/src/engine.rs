@@ -7,7 +7,9 @@ use crate::plan::{self, Request};
 use crate::{sys, Error, Fr, MsmCurve, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ff::AdditiveGroup;
-use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, StagedCopies, Strategy, Stream};
+use cuzk_alloc::{
+    BudgetConfig, DeviceBuffer, DeviceMemory, Reservation, StagedCopies, Strategy, Stream,
+};
 use cuzk_field::layout::Xyzz;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -74,6 +76,9 @@ pub(crate) struct Engine {
 pub struct GpuMsm {
     pub(crate) e: Arc<Engine>,
     pub(crate) config: MsmConfig,
+    /// The device memory this engine's MSMs allocate within
+    /// ([`GpuMsm::within`]); the whole budget when `None`.
+    pub(crate) share: Option<Arc<Reservation>>,
 }
 
 impl std::fmt::Debug for GpuMsm {
@@ -81,6 +86,7 @@ impl std::fmt::Debug for GpuMsm {
         f.debug_struct("GpuMsm")
             .field("device", &self.e.mem.device())
             .field("config", &self.config)
+            .field("share_bytes", &self.share.as_ref().map(|r| r.bytes()))
             .finish()
     }
 }
@@ -115,7 +121,60 @@ impl GpuMsm {
                 copies2: StagedCopies::default(),
             }),
             config: MsmConfig::default(),
+            share: None,
         })
+    }
+
+    /// The same engine (stream, memory, staging, configuration) with every
+    /// device allocation of its MSMs (scalars, scratch, streamed chunks,
+    /// uploaded bases) taken within `share`, a reservation of this engine's
+    /// budget, instead of the budget at large: plans and chunk sizes follow
+    /// what `share` has left. Two MSMs that run at once (say, on two
+    /// engines of one GPU) each within a share of their own cannot take the
+    /// memory the other planned with. [`FixedBases`] uploaded from the
+    /// returned engine keep `share` alive (and their bytes in it) until
+    /// they drop. Give a reservation of this engine's device's budget
+    /// ([`cuzk_alloc::Budget::try_reserve`] on [`GpuMsm::memory`]).
+    pub fn within(&self, share: Arc<Reservation>) -> GpuMsm {
+        GpuMsm {
+            share: Some(share),
+            ..self.clone()
+        }
+    }
+
+    /// The reservation this engine's MSMs allocate within
+    /// ([`GpuMsm::within`]); `None` when they use the whole budget.
+    pub fn share(&self) -> Option<&Arc<Reservation>> {
+        self.share.as_ref()
+    }
+
+    /// Device memory, in bytes, this engine's next allocation may take: what
+    /// its share has left, or the budget's available bytes.
+    ///
+    /// # Errors
+    /// When the device's memory figures cannot be read.
+    pub fn available_bytes(&self) -> Result<u64> {
+        match &self.share {
+            Some(r) => Ok(r.bytes().saturating_sub(r.used_bytes())),
+            None => Ok(self.e.mem.budget().available_bytes()?),
+        }
+    }
+
+    /// Whether `bytes` fit [`GpuMsm::available_bytes`].
+    fn fits(&self, bytes: u64) -> Result<bool> {
+        Ok(bytes <= self.available_bytes()?)
+    }
+
+    /// `len` elements of device memory (stream-ordered, freed into the
+    /// pool of `stream`), within the share when there is one.
+    pub(crate) fn alloc<T: cuzk_field::DeviceRepr>(
+        &self,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<DeviceBuffer<T>> {
+        self.e
+            .mem
+            .alloc::<T>(len, Strategy::Async, stream, self.share.as_deref())
     }
 
     /// The same engine (stream, memory, staging) with `config` for every
@@ -183,10 +242,7 @@ impl GpuMsm {
     /// [`Error::OutOfMemory`]; CUDA errors.
     pub fn upload_bases<P: MsmCurve>(&self, bases: &[Affine<P>]) -> Result<FixedBases<P>> {
         let bytes = point_bytes(bases);
-        let mut d = self
-            .e
-            .mem
-            .alloc::<u8>(bytes.len(), Strategy::Async, &self.e.stream, None)?;
+        let mut d = self.alloc::<u8>(bytes.len(), &self.e.stream)?;
         if !bytes.is_empty() {
             self.e.copies.upload(&mut d, bytes)?;
         }
@@ -232,7 +288,7 @@ impl GpuMsm {
         let fits = || -> Result<bool> {
             let scratch = self.plan::<P>(n, c, 0, true, true)?.scratch.total;
             let copies = ((windows + 1) * n * point) as u64;
-            self.e.mem.budget().fits(copies + scratch + 32 * n as u64)
+            self.fits(copies + scratch + 32 * n as u64)
         };
         if n == 0 || (window_bits.is_none() && (too_many || !fits()?)) {
             return self.upload_bases(bases);
@@ -243,10 +299,7 @@ impl GpuMsm {
             )));
         }
         let plain = self.upload_bases(bases)?;
-        let mut d =
-            self.e
-                .mem
-                .alloc::<u8>(windows * n * point, Strategy::Async, &self.e.stream, None)?;
+        let mut d = self.alloc::<u8>(windows * n * point, &self.e.stream)?;
         // SAFETY: `plain` holds n points of P on this device, `d` W n; the
         // call waits for the stream.
         check(unsafe {
@@ -309,7 +362,7 @@ impl GpuMsm {
                 precomputed,
                 bytes_per_point,
             },
-            |bytes| self.e.mem.budget().fits(bytes),
+            |bytes| self.fits(bytes),
             |req| plan::make(device, req),
         )
     }
@@ -350,11 +403,9 @@ impl GpuMsm {
         let profile_ptr: *mut sys::cuzk_msm_profile = profile
             .as_mut()
             .map_or(std::ptr::null_mut(), |p| p as *mut _);
-        let mut s0 = e.mem.alloc::<Fr>(n0, Strategy::Async, &e.stream, None)?;
+        let mut s0 = self.alloc::<Fr>(n0, &e.stream)?;
         e.copies.upload(&mut s0, &scalars[..n0])?;
-        let mut scratch = e
-            .mem
-            .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
+        let mut scratch = self.alloc::<u8>(bytes as usize, &e.stream)?;
         let mut s1: Option<DeviceBuffer<Fr>> = None;
         let sums = (|| -> Result<Vec<Xyzz<P>>> {
             let accumulate =
@@ -392,11 +443,7 @@ impl GpuMsm {
                 // Meanwhile the rest of the scalars go up on the copy stream.
                 // The buffer lives in `s1` (outside this closure) before any
                 // kernel can read it, so an error still waits before it drops.
-                let b =
-                    s1.insert(
-                        e.mem
-                            .alloc::<Fr>(n - n0, Strategy::Async, &e.copy_stream, None)?,
-                    );
+                let b = s1.insert(self.alloc::<Fr>(n - n0, &e.copy_stream)?);
                 e.copies2.upload(b, &scalars[n0..])?;
                 accumulate(1, n0, b, &mut scratch)?;
             }
@@ -485,7 +532,6 @@ impl GpuMsm {
         precomputed: Option<u32>,
         scalars: &[Fr],
     ) -> Result<Projective<P>> {
-        let e = &self.e;
         let n = scalars.len();
         if n as u64 > u64::from(sys::CUZK_MSM_MAX_POINTS) {
             return Err(Error::InvalidArgument(format!(
@@ -496,21 +542,19 @@ impl GpuMsm {
         let (ones, others) = crate::cpu::classify_as(scalars, |i| i as u32);
         let rest: Vec<Fr> = others.par_iter().map(|&i| scalars[i as usize]).collect();
         // Empty lists stay on the host (nothing to allocate or read).
-        fn up<T: cuzk_field::DeviceRepr>(e: &Engine, v: &[T]) -> Result<Option<DeviceBuffer<T>>> {
+        fn up<T: cuzk_field::DeviceRepr>(g: &GpuMsm, v: &[T]) -> Result<Option<DeviceBuffer<T>>> {
             if v.is_empty() {
                 return Ok(None);
             }
-            let mut d = e
-                .mem
-                .alloc::<T>(v.len(), Strategy::Async, &e.stream, None)?;
-            e.copies.upload(&mut d, v)?;
+            let mut d = g.alloc::<T>(v.len(), &g.e.stream)?;
+            g.e.copies.upload(&mut d, v)?;
             Ok(Some(d))
         }
         let ptr =
             |d: &Option<DeviceBuffer<u32>>| d.as_ref().map_or(std::ptr::null(), |d| d.as_ptr());
-        let ones_d = up(e, &ones)?;
-        let others_d = up(e, &others)?;
-        let rest_d = up(e, &rest)?;
+        let ones_d = up(self, &ones)?;
+        let others_d = up(self, &others)?;
+        let rest_d = up(self, &rest)?;
         self.run_classified::<P>(
             bases,
             stride,
@@ -548,15 +592,10 @@ impl GpuMsm {
         check(unsafe { sys::cuzk_msm_classify_scratch(device, n as u64, &mut class_bytes) })?;
         // Without room for the indices and the selection's storage, the
         // dense path (which shrinks its plan to the budget) runs instead.
-        let room = e
-            .mem
-            .alloc::<u32>(n, Strategy::Async, &e.stream, None)
-            .and_then(|i| {
-                let s =
-                    e.mem
-                        .alloc::<u8>(class_bytes as usize, Strategy::Async, &e.stream, None)?;
-                Ok((i, s))
-            });
+        let room = self.alloc::<u32>(n, &e.stream).and_then(|i| {
+            let s = self.alloc::<u8>(class_bytes as usize, &e.stream)?;
+            Ok((i, s))
+        });
         let (mut indices, scratch) = match room {
             Ok(r) => r,
             Err(Error::OutOfMemory(_)) => {
@@ -655,9 +694,7 @@ impl GpuMsm {
         let mut bytes = 0u64;
         // SAFETY: an output integer, valid for the call.
         check(unsafe { sys::cuzk_msm_sum_scratch(device, P::CURVE, count as u64, &mut bytes) })?;
-        let mut scratch = e
-            .mem
-            .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
+        let mut scratch = self.alloc::<u8>(bytes as usize, &e.stream)?;
         let mut sum = Xyzz::<P>::identity();
         let input = sys::cuzk_msm_sum_input {
             curve: P::CURVE,
@@ -756,9 +793,7 @@ impl GpuMsm {
         let profile_ptr: *mut sys::cuzk_msm_profile = profile
             .as_mut()
             .map_or(std::ptr::null_mut(), |p| p as *mut _);
-        let mut scratch = e
-            .mem
-            .alloc::<u8>(bytes as usize, Strategy::Async, &e.stream, None)?;
+        let mut scratch = self.alloc::<u8>(bytes as usize, &e.stream)?;
         let sums = (|| -> Result<Vec<Xyzz<P>>> {
             let input = sys::cuzk_msm_part {
                 bases: bases.cast(),
@@ -808,9 +843,7 @@ impl GpuMsm {
         let mut total = Projective::<P>::default();
         for (k, part) in scalars.chunks(choice.chunk).enumerate() {
             let lo = k * choice.chunk;
-            let mut s = e
-                .mem
-                .alloc::<Fr>(part.len(), Strategy::Async, &e.stream, None)?;
+            let mut s = self.alloc::<Fr>(part.len(), &e.stream)?;
             e.copies.upload(&mut s, part)?;
             total += self.run_part::<P>(
                 &choice.plan,

@@ -7,7 +7,7 @@ use crate::engine::{check_range, point_bytes, GpuMsm};
 use crate::plan::MIN_CHUNK_POINTS;
 use crate::{Error, Fr, MsmCurve, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
-use cuzk_alloc::{DeviceBuffer, Strategy};
+use cuzk_alloc::DeviceBuffer;
 use std::ops::Range;
 
 /// Points a chunk of a streamed MSM of `n` points of `point_bytes` bytes
@@ -139,7 +139,7 @@ impl GpuMsm {
         }
         let e = &self.e;
         let point = std::mem::size_of::<Affine<P>>();
-        let available = e.mem.budget().available_bytes()?;
+        let available = self.available_bytes()?;
         let chunk = stream_chunk(n, point, available).ok_or_else(|| {
             Error::OutOfMemory(format!(
                 "streaming {n} {} bases needs at least {} bytes of device memory (two chunks \
@@ -157,10 +157,7 @@ impl GpuMsm {
         // A chunk's buffer is taken on this thread, before the MSM that
         // overlaps its copy chooses its plan, so that the plan sees the
         // budget without it.
-        let alloc = |r: &Range<usize>| {
-            e.mem
-                .alloc::<u8>(r.len() * point, Strategy::Async, &e.copy_stream, None)
-        };
+        let alloc = |r: &Range<usize>| self.alloc::<u8>(r.len() * point, &e.copy_stream);
         // A chunk's points into its buffer, on the copy stream (waits for
         // the copy).
         let copy = |mut d: DeviceBuffer<u8>, r: Range<usize>| -> Result<DeviceBuffer<u8>> {
@@ -177,6 +174,7 @@ impl GpuMsm {
                 split: false,
                 ..self.config
             },
+            share: self.share.clone(),
         };
         let mut current = copy(alloc(&ranges[0])?, ranges[0].clone())?;
         let mut total = Projective::<P>::default();

@@ -5,7 +5,7 @@
 use crate::query::page_lock;
 use crate::sparse::{RowChunk, SparseR1cs};
 use crate::{sys, Error, Fr, Result};
-use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Strategy, Stream};
+use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Reservation, Strategy, Stream};
 use std::sync::Arc;
 
 /// A `cuzk_status` as a [`Result`].
@@ -270,7 +270,8 @@ impl DeviceR1cs {
 /// `out[i] = z[start + index[i]]` for every index of `index` (host, page-
 /// locked or not), on `stream` and waited for: a compacted query's
 /// scalars gathered from the device-resident assignment. Returns the
-/// gathered scalars.
+/// gathered scalars; their buffer (and the indices', while the call runs)
+/// is taken within `share` when given.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `start` is past `z`;
@@ -281,6 +282,7 @@ pub(crate) fn gather(
     z: &DeviceBuffer<Fr>,
     start: usize,
     index: &[u32],
+    share: Option<&Reservation>,
 ) -> Result<DeviceBuffer<Fr>> {
     if start > z.len() {
         return Err(Error::InvalidArgument(format!(
@@ -288,9 +290,9 @@ pub(crate) fn gather(
             z.len()
         )));
     }
-    let mut idx = mem.alloc::<u32>(index.len(), Strategy::Async, stream, None)?;
+    let mut idx = mem.alloc::<u32>(index.len(), Strategy::Async, stream, share)?;
     idx.copy_from_host(index)?;
-    let mut out = mem.alloc::<Fr>(index.len(), Strategy::Async, stream, None)?;
+    let mut out = mem.alloc::<Fr>(index.len(), Strategy::Async, stream, share)?;
     z.stream().synchronize()?;
     // SAFETY: `out` and `idx` hold index.len() elements, z holds
     // z.len() - start past `start` (indices beyond read as zero); all on

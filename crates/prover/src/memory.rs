@@ -42,6 +42,21 @@ pub(crate) fn working_set_bytes(
 /// [`working_set_bytes`] of one path: evaluations from the host (`None`)
 /// or on the GPU (streamed chunk buffers of `Some` bytes).
 fn path_bytes(pk: &ProvingKey, full_twiddle_bytes: u64, device_eval: Option<u64>) -> u64 {
+    let (h_stage, msm_stage) = stage_bytes(pk, full_twiddle_bytes, device_eval);
+    h_stage.saturating_add(msm_stage)
+}
+
+/// The part of [`working_set_bytes`] (path as [`path_bytes`]) for the
+/// MSM stage: the largest MSM's scalars and full scratch and, with the
+/// evaluation on the GPU, the assignment and a compacted query's indices.
+/// What the MSM stage of one admitted proof may claim beside the H
+/// stage's vectors.
+pub(crate) fn msm_stage_bytes(pk: &ProvingKey, device_eval: Option<u64>) -> u64 {
+    stage_bytes(pk, 0, device_eval).1
+}
+
+/// [`path_bytes`] as (H stage, MSM stage).
+fn stage_bytes(pk: &ProvingKey, full_twiddle_bytes: u64, device_eval: Option<u64>) -> (u64, u64) {
     let n = (pk.h_query.len() as u64 + 1).next_power_of_two();
     let log_n = n.trailing_zeros();
     // Twiddle tables: the root, its inverse and two coset shifts, each a
@@ -75,7 +90,7 @@ fn path_bytes(pk: &ProvingKey, full_twiddle_bytes: u64, device_eval: Option<u64>
     } else {
         0
     });
-    h_stage.saturating_add(msm_stage)
+    (h_stage, msm_stage)
 }
 
 /// Device scratch, in bytes, of an MSM of `n` points of curve `P` as the

@@ -305,6 +305,15 @@ impl MultiGpuProver {
         self
     }
 
+    /// The same prover with H's MSM beside the witness MSMs on every lane,
+    /// or not (see [`Prover::with_msm_overlap`]; default: beside).
+    pub fn with_msm_overlap(mut self, overlap: bool) -> Self {
+        for l in &mut self.lanes {
+            l.prover.overlap_msms = overlap;
+        }
+        self
+    }
+
     /// The same prover holding the circuit's R1CS on every lane (see
     /// [`Prover::with_r1cs`]: jobs whose matrices are `r1cs.matrices()`
     /// evaluate `A z`, `B z`, `C z` on their GPU and keep the whole proof

@@ -11,7 +11,7 @@ use ark_bls12_381::{g1, g2};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, UniformRand};
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_alloc::{BudgetConfig, DeviceMemory, Event, PinnedBuffer};
+use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, Event, PinnedBuffer, Reservation};
 use cuzk_msm::GpuMsm;
 use cuzk_ntt::GpuNtt;
 use rayon::prelude::*;
@@ -22,8 +22,9 @@ use std::time::Instant;
 struct Gpu {
     ntt: GpuNtt,
     msm: GpuMsm,
-    /// `msm` without witness-shaped classification, for H's MSM (its
-    /// coefficients are uniform).
+    /// An engine of its own (streams, staging) without witness-shaped
+    /// classification, for H's MSM (its coefficients are uniform), which
+    /// may run beside `msm`'s ([`Prover::with_msm_overlap`]).
     dense: GpuMsm,
     /// The device clock's epoch ([`Prover::device_clock_ms`]): a CUDA
     /// event recorded on the NTT stream, and its time in milliseconds from
@@ -45,6 +46,27 @@ const PINNED_POOL: usize = 2;
 /// How far, in milliseconds, the device clock's epoch may lag before it
 /// moves forward (one hour: f32 milliseconds there are 0.25 ms apart).
 const EPOCH_SPAN_MS: f32 = 3.6e6;
+
+/// Device memory, in bytes, that the witness MSMs (A, B, L) get beside
+/// their gathered scalars when they run beside H's MSM
+/// ([`Prover::with_msm_overlap`]): 2 GiB. Streamed, they are copy-bound
+/// (their bases are bits' points: short kernels), so chunks of a few
+/// hundred MiB keep PCIe busy; the rest of the stage's memory goes to H's
+/// compute-bound MSM, whose chunks and plan gain from every byte.
+const WITNESS_SHARE_BYTES: u64 = 2 << 30;
+
+/// Device memory, in bytes, an overlapped MSM stage leaves outside its two
+/// shares for small allocations of the proof's other steps: 64 MiB.
+const OVERLAP_SLACK_BYTES: u64 = 64 << 20;
+
+/// The sums of the witness MSMs of a proof.
+struct WitnessSums {
+    a: g1::G1Projective,
+    b_g2: g2::G2Projective,
+    /// `None` when r = 0 (B in G1 is not needed).
+    b_g1: Option<g1::G1Projective>,
+    l: g1::G1Projective,
+}
 
 impl Gpu {
     /// `z` copied (on all cores) into a pinned buffer from the pool, or a
@@ -140,6 +162,9 @@ pub struct Prover {
     r1cs: Option<Arc<SparseR1cs>>,
     pk: Arc<ProvingKey>,
     pub(crate) check_witness: bool,
+    /// Whether H's MSM may run beside the witness MSMs
+    /// ([`Prover::with_msm_overlap`]).
+    pub(crate) overlap_msms: bool,
 }
 
 impl std::fmt::Debug for Prover {
@@ -150,6 +175,7 @@ impl std::fmt::Debug for Prover {
             .field("inputs", &self.pk.vk.gamma_abc_g1.len())
             .field("h_query", &self.pk.h_query.len())
             .field("check_witness", &self.check_witness)
+            .field("overlap_msms", &self.overlap_msms)
             .finish()
     }
 }
@@ -236,12 +262,16 @@ impl Prover {
             )));
         }
         let m = gpu.as_ref().map(|(_, m)| m);
-        // H's coefficients are uniform: its MSM skips classifying them.
+        // H's coefficients are uniform: its MSM skips classifying them. Its
+        // engine has streams of its own, so that it can run beside the
+        // others.
         let dense = match m {
-            Some(g) => Some(g.clone().with_config(cuzk_msm::MsmConfig {
-                witness_shaped: cuzk_msm::WitnessShaped::Never,
-                ..*g.config()
-            })?),
+            Some(g) => Some(GpuMsm::with_memory(g.memory().clone())?.with_config(
+                cuzk_msm::MsmConfig {
+                    witness_shaped: cuzk_msm::WitnessShaped::Never,
+                    ..*g.config()
+                },
+            )?),
             None => None,
         };
         // Residency, in the order H, L, A, B G1, B G2 (the sizes counted
@@ -300,6 +330,7 @@ impl Prover {
             h,
             l,
             check_witness: false,
+            overlap_msms: true,
         };
         if prover.gpu.is_some() {
             tracing::info!(
@@ -386,6 +417,26 @@ impl Prover {
     /// (and for [`Prover::prove`], ark-relations' own check).
     pub fn with_check_witness(mut self, check: bool) -> Self {
         self.check_witness = check;
+        self
+    }
+
+    /// The same prover with H's MSM running beside the witness MSMs (A, B
+    /// in G1 and G2, L) or not (default: beside). It applies on the GPU to
+    /// proofs evaluated there ([`Prover::with_r1cs`]) when H's query and
+    /// every witness query stream from host memory (the memory budget holds
+    /// too little of the key: a 16 GiB card at 2^26 and beyond). H's MSM is
+    /// compute-bound and the witness MSMs copy-bound (their scalars are
+    /// mostly 0 and 1, their kernels short), so run at once on two engines,
+    /// the copy engine and the SMs work together instead of taking turns.
+    /// The stage's device memory (what the budget has, up to the proof's
+    /// MSM-stage share of [`Prover::working_set_bytes`]) is split into two
+    /// reservations, one for each side (the witness side gets its gathered
+    /// scalars and 2 GiB), so that neither can take memory the other
+    /// planned with. Where the budget is too short for both, the MSMs run
+    /// one after another as they do with `false`. The proof is the same
+    /// either way; [`ProofTimings::msm_overlapped`] says which ran.
+    pub fn with_msm_overlap(mut self, overlap: bool) -> Self {
+        self.overlap_msms = overlap;
         self
     }
 
@@ -737,15 +788,47 @@ impl Prover {
             }
             (_, abc, _) => abc,
         };
+        // The witness MSMs' sums, when they ran beside H's.
+        let mut beside = None;
         let h_acc = match (&self.gpu, abc, device) {
-            (Some(_), None, Some((zd, h))) => {
+            (Some(g), None, Some((zd, h))) => {
                 // The evaluations and the NTTs are one stretch of device
                 // work: counted in the H stage, marked as on the GPU.
                 t.eval_on_gpu = true;
                 t.h_ntt_ms = ms(t0);
-                let t0 = Instant::now();
-                let acc = self.h.msm_device(&pk.h_query, &h, 0..pk.h_query.len())?;
-                t.msm_h_ms = ms(t0);
+                let acc = match self.msm_shares(g, z.len())? {
+                    Some((h_share, w_share)) => {
+                        t.msm_overlapped = true;
+                        let (acc, sums) = std::thread::scope(|sc| {
+                            let h_msm = sc.spawn(|| {
+                                let t0 = Instant::now();
+                                let r = self.h.msm_device(
+                                    &pk.h_query,
+                                    &h,
+                                    0..pk.h_query.len(),
+                                    Some(&h_share),
+                                );
+                                (r, ms(t0))
+                            });
+                            let sums = self.witness_msms(job, Some(&zd), Some(&w_share), &mut t);
+                            let (acc, h_ms) = h_msm.join().unwrap_or_else(|_| {
+                                (Err(Error::Internal("H's MSM panicked".into())), 0.0)
+                            });
+                            t.msm_h_ms = h_ms;
+                            (acc, sums)
+                        });
+                        beside = Some(sums?);
+                        acc?
+                    }
+                    None => {
+                        let t0 = Instant::now();
+                        let acc = self
+                            .h
+                            .msm_device(&pk.h_query, &h, 0..pk.h_query.len(), None)?;
+                        t.msm_h_ms = ms(t0);
+                        acc
+                    }
+                };
                 z_dev = Some(zd);
                 acc
             }
@@ -754,7 +837,9 @@ impl Prover {
                 g.ntt.stream().synchronize()?;
                 t.h_ntt_ms = ms(h_start);
                 let t0 = Instant::now();
-                let acc = self.h.msm_device(&pk.h_query, &h, 0..pk.h_query.len())?;
+                let acc = self
+                    .h
+                    .msm_device(&pk.h_query, &h, 0..pk.h_query.len(), None)?;
                 t.msm_h_ms = ms(t0);
                 acc
             }
@@ -775,43 +860,10 @@ impl Prover {
             }
         };
 
-        // An MSM of `bases` against the assignment from variable `start`:
-        // from the device-resident copy when there is one, else from host
-        // scalars.
-        macro_rules! msm_z {
-            ($query:expr, $bases:expr, $start:expr) => {
-                match (&z_dev, &self.gpu) {
-                    (Some(zd), Some(g)) => $query.msm_assignment(
-                        $bases,
-                        zd,
-                        $start,
-                        &z[$start..],
-                        g.ntt.memory(),
-                        g.ntt.stream(),
-                    ),
-                    _ => $query.msm($bases, &z[$start..]),
-                }
-            };
-        }
-        let t0 = Instant::now();
-        let a_acc = msm_z!(self.a, &pk.a_query[1..], 1)?;
-        t.msm_a_ms = ms(t0);
-
-        let t0 = Instant::now();
-        let b2_acc = msm_z!(self.b_g2, &pk.b_g2_query[1..], 1)?;
-        t.msm_b_g2_ms = ms(t0);
-
-        let t0 = Instant::now();
-        let b1_acc = if r == Fr::ZERO {
-            None
-        } else {
-            Some(msm_z!(self.b_g1, &pk.b_g1_query[1..], 1)?)
+        let sums = match beside {
+            Some(sums) => sums,
+            None => self.witness_msms(job, z_dev.as_ref(), None, &mut t)?,
         };
-        t.msm_b_g1_ms = ms(t0);
-
-        let t0 = Instant::now();
-        let l_acc = msm_z!(self.l, &pk.l_query, job.num_inputs)?;
-        t.msm_l_ms = ms(t0);
         drop(z_dev);
         if let Some(g) = &self.gpu {
             t.gpu_stage = Some((stage_start, Instant::now()));
@@ -820,13 +872,13 @@ impl Prover {
 
         let t0 = Instant::now();
         let delta_g1 = pk.delta_g1.into_group();
-        let g_a = a_acc + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
-        let g2_b = b2_acc + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
-        let g1_b = match b1_acc {
+        let g_a = sums.a + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
+        let g2_b = sums.b_g2 + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
+        let g1_b = match sums.b_g1 {
             Some(acc) => acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s,
             None => g1::G1Projective::ZERO,
         };
-        let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + l_acc + h_acc;
+        let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + sums.l + h_acc;
         let proof = Proof {
             a: g_a.into_affine(),
             b: g2_b.into_affine(),
@@ -835,6 +887,141 @@ impl Prover {
         t.assembly_ms = ms(t0);
         t.emit(self.backend_name());
         Ok((proof, t))
+    }
+}
+
+impl Prover {
+    /// The witness MSMs of a proof (A, B in G2, B in G1 unless r = 0, L,
+    /// one after another), their times into `t`: against the
+    /// device-resident assignment `z_dev` when there is one (within `share`
+    /// when given), else against the job's host assignment.
+    fn witness_msms(
+        &self,
+        job: &ProofJob<'_>,
+        z_dev: Option<&DeviceBuffer<Fr>>,
+        share: Option<&Arc<Reservation>>,
+        t: &mut ProofTimings,
+    ) -> Result<WitnessSums> {
+        let pk = &self.pk;
+        let z = job.full_assignment;
+        // An MSM of `bases` against the assignment from variable `start`:
+        // from the device-resident copy when there is one, else from host
+        // scalars.
+        macro_rules! msm_z {
+            ($query:expr, $bases:expr, $start:expr) => {
+                match (z_dev, &self.gpu) {
+                    (Some(zd), Some(g)) => $query.msm_assignment(
+                        $bases,
+                        zd,
+                        $start,
+                        &z[$start..],
+                        g.ntt.memory(),
+                        g.ntt.stream(),
+                        share,
+                    ),
+                    _ => $query.msm($bases, &z[$start..]),
+                }
+            };
+        }
+        let t0 = Instant::now();
+        let a = msm_z!(self.a, &pk.a_query[1..], 1)?;
+        t.msm_a_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let b_g2 = msm_z!(self.b_g2, &pk.b_g2_query[1..], 1)?;
+        t.msm_b_g2_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let b_g1 = if job.r == Fr::ZERO {
+            None
+        } else {
+            Some(msm_z!(self.b_g1, &pk.b_g1_query[1..], 1)?)
+        };
+        t.msm_b_g1_ms = ms(t0);
+
+        let t0 = Instant::now();
+        let l = msm_z!(self.l, &pk.l_query, job.num_inputs)?;
+        t.msm_l_ms = ms(t0);
+        Ok(WitnessSums { a, b_g2, b_g1, l })
+    }
+
+    /// Device memory shares for an MSM stage whose H MSM runs beside the
+    /// witness MSMs ([`Prover::with_msm_overlap`]): (H's, the witness
+    /// MSMs'), reserved from the budget of GPU `g`, for a proof of
+    /// `variables` variables whose assignment is on the device. `None`
+    /// (the MSMs then run one after another) when the overlap is off, when
+    /// H's query or a non-empty witness query is resident, or when the
+    /// stage's memory cannot hold both sides' floors (a streamed MSM's
+    /// least: two chunks of [`cuzk_msm::MIN_CHUNK_POINTS`] points, or one
+    /// of all of them, and as much again; the witness side also its largest
+    /// gathered scalars).
+    ///
+    /// The stage gets what the budget has (less 64 MiB of slack), at most
+    /// this proof's MSM-stage share of its working set (other admitted
+    /// proofs keep theirs); the witness side its gathered scalars and
+    /// [`WITNESS_SHARE_BYTES`], at most half of the stage unless its floor
+    /// needs more; H's side the rest.
+    ///
+    /// # Errors
+    /// When the device's memory figures cannot be read.
+    fn msm_shares(
+        &self,
+        g: &Gpu,
+        variables: usize,
+    ) -> Result<Option<(Arc<Reservation>, Arc<Reservation>)>> {
+        let streams = |streamed: bool, empty: bool| streamed || empty;
+        if !self.overlap_msms
+            || !self.h.is_streamed()
+            || !streams(self.a.is_streamed(), self.a.is_empty())
+            || !streams(self.b_g1.is_streamed(), self.b_g1.is_empty())
+            || !streams(self.b_g2.is_streamed(), self.b_g2.is_empty())
+            || !streams(self.l.is_streamed(), self.l.is_empty())
+        {
+            return Ok(None);
+        }
+        let gathered = [
+            self.a.gather_bytes(),
+            self.b_g1.gather_bytes(),
+            self.b_g2.gather_bytes(),
+            self.l.gather_bytes(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let budget = g.ntt.memory().budget();
+        let stage = memory::msm_stage_bytes(
+            &self.pk,
+            self.device_r1cs
+                .as_ref()
+                .map(DeviceR1cs::stream_buffer_bytes),
+        )
+        .saturating_sub(32 * variables as u64);
+        let total = budget
+            .available_bytes()?
+            .saturating_sub(OVERLAP_SLACK_BYTES)
+            .min(stage);
+        // What a streamed MSM of `points` bases needs at least (see
+        // `GpuMsm::msm_streamed`): one chunk buffer of them all, or two of
+        // MIN_CHUNK_POINTS; as much again for its plan.
+        let floor = |points: usize, point: usize| {
+            let min = cuzk_msm::MIN_CHUNK_POINTS;
+            let buffers = if points <= min { 1 } else { 2 };
+            (2 * buffers * points.min(min) * point) as u64
+        };
+        let nv = self.pk.a_query.len();
+        let w_floor = gathered.saturating_add(floor(nv, std::mem::size_of::<g2::G2Affine>()));
+        let h_floor = floor(self.pk.h_query.len(), std::mem::size_of::<g1::G1Affine>());
+        let w = gathered
+            .saturating_add(WITNESS_SHARE_BYTES)
+            .min((total / 2).max(w_floor));
+        let h = total.saturating_sub(w);
+        if w > total || h < h_floor {
+            return Ok(None);
+        }
+        match (budget.try_reserve(h), budget.try_reserve(w)) {
+            (Ok(hr), Ok(wr)) => Ok(Some((Arc::new(hr), Arc::new(wr)))),
+            _ => Ok(None),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::AffineRepr;
 use ark_ff::AdditiveGroup;
-use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Stream};
+use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Reservation, Stream};
 use cuzk_field::DeviceRepr;
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
 use std::ops::Range;
@@ -39,6 +39,8 @@ pub(crate) struct Query<P: MsmCurve> {
     /// The engine that streams the bases (host memory to the GPU) when
     /// they are not resident.
     streamed: Option<GpuMsm>,
+    /// Bases the MSMs use (the non-identity ones when compacted).
+    points: usize,
 }
 
 /// Where a query's bases are for the GPU path.
@@ -114,6 +116,7 @@ impl<P: MsmCurve> Query<P> {
             host: None,
             gpu: None,
             streamed: None,
+            points: used.len(),
         };
         if let (Some(_), Some(k)) = (gpu, &q.keep) {
             // SAFETY: `keep` is this query's own vector, never resized, and
@@ -159,6 +162,28 @@ impl<P: MsmCurve> Query<P> {
     /// Whether the bases stream from host memory on every MSM.
     pub(crate) fn is_streamed(&self) -> bool {
         self.streamed.is_some()
+    }
+
+    /// Whether an MSM of this query has nothing to do (every base the
+    /// identity, or no bases).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.points == 0
+    }
+
+    /// Bytes an MSM from the device-resident assignment takes for the
+    /// compacted query's gathered scalars and their indices (36 a kept
+    /// base; 0 when uncompacted).
+    pub(crate) fn gather_bytes(&self) -> u64 {
+        self.keep.as_ref().map_or(0, |k| 36 * k.len() as u64)
+    }
+
+    /// The engine that streams this query's bases, within `share` when
+    /// given.
+    fn streaming(&self, e: &GpuMsm, share: Option<&Arc<Reservation>>) -> GpuMsm {
+        match share {
+            Some(s) => e.within(s.clone()),
+            None => e.clone(),
+        }
     }
 
     /// Bytes of bases that cross PCIe in each MSM of a streamed query (0
@@ -209,6 +234,9 @@ impl<P: MsmCurve> Query<P> {
     /// the query is on the device uncompacted; otherwise copied to the
     /// host first.
     ///
+    /// A streamed query's MSM takes its device memory within `share` when
+    /// given (see [`GpuMsm::within`]).
+    ///
     /// # Errors
     /// As [`Query::msm`]; CUDA errors of the copy.
     pub(crate) fn msm_device(
@@ -216,6 +244,7 @@ impl<P: MsmCurve> Query<P> {
         bases: &[Affine<P>],
         scalars: &DeviceBuffer<Fr>,
         range: Range<usize>,
+        share: Option<&Arc<Reservation>>,
     ) -> Result<Projective<P>> {
         let count = range.len();
         if count > bases.len() || range.end > scalars.len() {
@@ -229,7 +258,9 @@ impl<P: MsmCurve> Query<P> {
             (Some(g), None, _) => {
                 Ok(g.msm_device(scalars, range.start..range.start + count.min(g.len()))?)
             }
-            (None, None, Some(e)) => Ok(e.msm_streamed_device(bases, scalars, range)?),
+            (None, None, Some(e)) => Ok(self
+                .streaming(e, share)
+                .msm_streamed_device(bases, scalars, range)?),
             _ => {
                 scalars.stream().synchronize()?;
                 let mut host = vec![Fr::ZERO; scalars.len()];
@@ -245,10 +276,12 @@ impl<P: MsmCurve> Query<P> {
     /// uncompacted, gathered on the device (`mem`, `stream`) when
     /// compacted. `host` is the same scalars on the host: the MSM falls
     /// back to them when the device path runs out of memory, and the CPU
-    /// path uses them.
+    /// path uses them. With `share`, the gathered scalars and a streamed
+    /// query's MSM take their device memory within it.
     ///
     /// # Errors
     /// As [`Query::msm`] and [`Query::msm_device`].
+    #[allow(clippy::too_many_arguments)] // one internal driver, every argument used
     pub(crate) fn msm_assignment(
         &self,
         bases: &[Affine<P>],
@@ -257,20 +290,26 @@ impl<P: MsmCurve> Query<P> {
         host: &[Fr],
         mem: &Arc<DeviceMemory>,
         stream: &Stream,
+        share: Option<&Arc<Reservation>>,
     ) -> Result<Projective<P>> {
         let on_device = || -> Result<Projective<P>> {
+            let within = share.map(|s| &**s);
             match (&self.keep, &self.gpu, &self.streamed) {
                 (None, Some(_), _) | (None, None, Some(_)) => {
-                    self.msm_device(bases, z, start..start + host.len())
+                    self.msm_device(bases, z, start..start + host.len(), share)
                 }
                 (Some(keep), Some(g), _) => {
-                    let s = crate::device_r1cs::gather(mem, stream, z, start, keep)?;
+                    let s = crate::device_r1cs::gather(mem, stream, z, start, keep, within)?;
                     Ok(g.msm_device(&s, 0..keep.len().min(g.len()))?)
                 }
                 (Some(keep), None, Some(e)) => {
-                    let s = crate::device_r1cs::gather(mem, stream, z, start, keep)?;
+                    let s = crate::device_r1cs::gather(mem, stream, z, start, keep, within)?;
                     let b = self.host.as_deref().unwrap_or(&[]);
-                    Ok(e.msm_streamed_device(b, &s, 0..keep.len().min(b.len()))?)
+                    Ok(self.streaming(e, share).msm_streamed_device(
+                        b,
+                        &s,
+                        0..keep.len().min(b.len()),
+                    )?)
                 }
                 (_, None, None) => self.msm(bases, host),
             }

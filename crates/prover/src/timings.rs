@@ -29,6 +29,11 @@ pub struct ProofTimings {
     pub msm_h_ms: f64,
     /// MSM of the L query (G1).
     pub msm_l_ms: f64,
+    /// Whether H's MSM ran beside the witness MSMs (A, B, L) on two
+    /// engines ([`crate::Prover::with_msm_overlap`]): their times then
+    /// overlap, and the MSM stage took about the larger of
+    /// [`ProofTimings::msm_h_ms`] and the others' sum.
+    pub msm_overlapped: bool,
     /// Assembling A, B, C from the MSMs and the key.
     pub assembly_ms: f64,
     /// Bytes of the key's bases streamed from host memory to the GPU for
