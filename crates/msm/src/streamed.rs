@@ -58,7 +58,8 @@ impl GpuMsm {
     /// [`crate::MsmConfig::witness_shaped`]; its plan shrinks to what the
     /// budget has left). The chunk size follows the budget: the largest of
     /// n, n/2, n/4, ... whose two buffers take at most half of the budget's
-    /// available bytes, down to [`MIN_CHUNK_POINTS`] points.
+    /// available bytes (the share's, [`GpuMsm::within`]), down to
+    /// [`MIN_CHUNK_POINTS`] points.
     ///
     /// Every base crosses PCIe on every call: keep the bases in page-locked
     /// memory ([`cuzk_alloc::PinnedBuffer`], [`cuzk_alloc::PageLock`]) for

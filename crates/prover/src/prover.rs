@@ -739,7 +739,8 @@ impl Prover {
         let (r, s) = (job.r, job.s);
 
         // H first, so that on the GPU its device buffer (the H MSM's
-        // scalars, never copied to the host) is freed before the other MSMs.
+        // scalars, never copied to the host) is freed before the other MSMs
+        // (or, when they run beside H's MSM, when both sides are done).
         let device_start = self.gpu.as_ref().map(Gpu::clock_ms).transpose()?;
         let t0 = Instant::now();
         let stage_start = t0;
@@ -798,20 +799,34 @@ impl Prover {
                 t.h_ntt_ms = ms(t0);
                 let acc = match self.msm_shares(g, z.len())? {
                     Some((h_share, w_share)) => {
-                        t.msm_overlapped = true;
+                        let h_side = || {
+                            let t0 = Instant::now();
+                            let r = self.h.msm_device(
+                                &pk.h_query,
+                                &h,
+                                0..pk.h_query.len(),
+                                Some(&h_share),
+                            );
+                            (r, ms(t0))
+                        };
                         let (acc, sums) = std::thread::scope(|sc| {
-                            let h_msm = sc.spawn(|| {
-                                let t0 = Instant::now();
-                                let r = self.h.msm_device(
-                                    &pk.h_query,
-                                    &h,
-                                    0..pk.h_query.len(),
-                                    Some(&h_share),
-                                );
-                                (r, ms(t0))
-                            });
+                            let spawned = std::thread::Builder::new()
+                                .name("cuzk-h-msm".into())
+                                .spawn_scoped(sc, || h_side());
+                            let Ok(h_msm) = spawned else {
+                                // No thread to be had: one after the other.
+                                let (acc, h_ms) = h_side();
+                                t.msm_h_ms = h_ms;
+                                let sums =
+                                    self.witness_msms(job, Some(&zd), Some(&w_share), &mut t);
+                                return (acc, sums);
+                            };
+                            t.msm_overlapped = true;
                             let sums = self.witness_msms(job, Some(&zd), Some(&w_share), &mut t);
                             let (acc, h_ms) = h_msm.join().unwrap_or_else(|_| {
+                                // Its kernels may still be queued: wait for
+                                // the device before their buffers drop.
+                                let _ = g.ntt.memory().trim();
                                 (Err(Error::Internal("H's MSM panicked".into())), 0.0)
                             });
                             t.msm_h_ms = h_ms;

@@ -265,7 +265,7 @@ impl<P: MsmCurve> Query<P> {
                 scalars.stream().synchronize()?;
                 let mut host = vec![Fr::ZERO; scalars.len()];
                 scalars.copy_to_host(&mut host)?;
-                self.msm(bases, &host[range])
+                self.msm_within(bases, &host[range], share)
             }
         }
     }
@@ -277,7 +277,7 @@ impl<P: MsmCurve> Query<P> {
     /// compacted. `host` is the same scalars on the host: the MSM falls
     /// back to them when the device path runs out of memory, and the CPU
     /// path uses them. With `share`, the gathered scalars and a streamed
-    /// query's MSM take their device memory within it.
+    /// query's MSM (the fallback's too) take their device memory within it.
     ///
     /// # Errors
     /// As [`Query::msm`] and [`Query::msm_device`].
@@ -311,7 +311,7 @@ impl<P: MsmCurve> Query<P> {
                         0..keep.len().min(b.len()),
                     )?)
                 }
-                (_, None, None) => self.msm(bases, host),
+                (_, None, None) => self.msm_within(bases, host, share),
             }
         };
         match on_device() {
@@ -321,7 +321,7 @@ impl<P: MsmCurve> Query<P> {
                     "an MSM from the device-resident assignment ran out of memory ({m}); \
                      taking host scalars"
                 );
-                self.msm(bases, host)
+                self.msm_within(bases, host, share)
             }
             r => r,
         }
@@ -330,6 +330,17 @@ impl<P: MsmCurve> Query<P> {
     /// `sum_i scalars[i] bases[i]` (`bases` is the full query, `scalars` at
     /// most as long).
     pub(crate) fn msm(&self, bases: &[Affine<P>], scalars: &[Fr]) -> Result<Projective<P>> {
+        self.msm_within(bases, scalars, None)
+    }
+
+    /// [`Query::msm`], a streamed query's MSM taking its device memory
+    /// within `share` when given.
+    fn msm_within(
+        &self,
+        bases: &[Affine<P>],
+        scalars: &[Fr],
+        share: Option<&Arc<Reservation>>,
+    ) -> Result<Projective<P>> {
         if scalars.len() > bases.len() {
             return Err(Error::InvalidArgument(format!(
                 "{} scalars for a query of {} points",
@@ -352,7 +363,7 @@ impl<P: MsmCurve> Query<P> {
             (Some(g), _) => g.msm(&s[..s.len().min(g.len())]),
             (None, Some(e)) => {
                 let k = s.len().min(b.len());
-                e.msm_streamed(&b[..k], &s[..k])
+                self.streaming(e, share).msm_streamed(&b[..k], &s[..k])
             }
             (None, None) => cuzk_msm::cpu::msm(b, &s[..b.len()]),
         }
