@@ -812,7 +812,7 @@ impl Prover {
                         let (acc, sums) = std::thread::scope(|sc| {
                             let spawned = std::thread::Builder::new()
                                 .name("cuzk-h-msm".into())
-                                .spawn_scoped(sc, || h_side());
+                                .spawn_scoped(sc, &h_side);
                             let Ok(h_msm) = spawned else {
                                 // No thread to be had: one after the other.
                                 let (acc, h_ms) = h_side();
