@@ -978,6 +978,63 @@ fn r1cs_held_by_the_prover_cpu() {
     assert!(e.contains("another circuit"), "{e}");
 }
 
+/// Without a GPU: a prover holding an R1CS without its row-major matrices
+/// (`SparseR1cs::without_rows`) proves jobs that borrow the row-less
+/// matrices, evaluating from the compact form: the same proof as
+/// ark-groth16's. With the witness check it proves the same and refuses an
+/// unsatisfied witness naming the constraint; a prover without that R1CS
+/// refuses the row-less job for its missing rows.
+#[test]
+fn r1cs_without_rows_cpu() {
+    use std::sync::Arc;
+    let mut rng = rng("r1cs_without_rows_cpu");
+    let c = RandomCircuit::fill_domain(10, 2, 3, rng.gen());
+    let pk = setup(c, &mut rng);
+    let w = c.matrices().unwrap();
+    let r1cs = Arc::new(
+        cuzk_prover::SparseR1cs::new(Arc::new(w.matrices.clone()))
+            .unwrap()
+            .without_rows(),
+    );
+    assert!(!r1cs.has_rows());
+    assert!(r1cs.matrices().a.is_empty());
+    assert_eq!(r1cs.num_constraints(), w.matrices.num_constraints);
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    let job = ProofJob {
+        matrices: r1cs.matrices(),
+        ..w.job(r, s)
+    };
+    let held = |check: bool| {
+        Prover::cpu(pk.clone())
+            .unwrap()
+            .with_r1cs(r1cs.clone())
+            .unwrap()
+            .with_check_witness(check)
+    };
+    let (got, _) = held(false).prove_job(&job).unwrap();
+    assert_eq!(got, reference(&pk, &w, r, s));
+    assert_eq!(held(true).prove_job(&job).unwrap().0, got);
+
+    let mut bad = w.full_assignment.clone();
+    for v in &mut bad[w.num_inputs..] {
+        *v += Fr::ONE;
+    }
+    let e = invalid(
+        held(true).prove_job(&ProofJob {
+            full_assignment: &bad,
+            ..job
+        }),
+        "an unsatisfied witness against a row-less R1CS",
+    );
+    assert!(e.contains("does not satisfy constraint"), "{e}");
+
+    let e = invalid(
+        Prover::cpu(pk).unwrap().prove_job(&job),
+        "row-less matrices on a prover without the R1CS",
+    );
+    assert!(e.contains("rows"), "{e}");
+}
+
 /// `A z`, `B z`, `C z` evaluated on the GPU from the prover's R1CS, the
 /// whole proof on the device: for a random circuit set up by ark-groth16
 /// (random coefficients; the proofs verify), a PoRep-shaped one (bits,

@@ -386,7 +386,24 @@ fn one(
         } else {
             None
         };
-        let r1cs = std::sync::Arc::new(cuzk_prover::SparseR1cs::new(matrices.clone())?);
+        let r1cs = cuzk_prover::SparseR1cs::new(matrices.clone())?;
+        // Where nothing below reads the rows (no CPU reference, ark-groth16,
+        // supraseal-c2 or host evaluation), they go: at 2^27 they are about
+        // 40 GB of the host's memory, which the batch rows' streamed key
+        // needs. The jobs then borrow the compact form's row-less matrices.
+        let rows_needed = cpu || extra.ark || extra.peer || host_eval.is_some();
+        let r1cs = std::sync::Arc::new(if rows_needed {
+            r1cs
+        } else {
+            r1cs.without_rows()
+        });
+        let job = ProofJob {
+            matrices: r1cs.matrices(),
+            ..witness.job(r, s)
+        };
+        if !rows_needed {
+            drop(matrices);
+        }
         let prover = prover.with_r1cs(r1cs.clone())?;
         if host_eval.is_none() {
             // The warm-up, on the GPU-evaluation path.
@@ -718,12 +735,21 @@ fn batch(
             ..witness.job(r, s)
         })
         .collect();
-    // A warm-up proof: tables, pools, the first use of the key, and the
-    // code of every kernel the batch launches loaded (it stays on the
-    // device until the process ends); then device memory's figure before
-    // the batch (pools trimmed: the batch's first allocations grow them
-    // again, a few milliseconds).
-    multi.prove_on(0, &jobs[0])?;
+    // A warm-up of one proof a worker, at once: tables, pools, the first
+    // use of the key, the code of every kernel the batch launches loaded
+    // (it stays on the device until the process ends), and each worker's
+    // pinned assignment buffer, whose mapping for the GPU takes device
+    // memory (page tables: 2 to 4 MiB at 2^24 to 2^26) while the prover
+    // keeps the buffer for the next proof; then device memory's figure
+    // before the batch (pools trimmed: the batch's first allocations grow
+    // them again, a few milliseconds).
+    for (i, o) in multi
+        .prove_batch(&jobs[..BATCH_WORKERS.min(jobs.len())], None)?
+        .into_iter()
+        .enumerate()
+    {
+        o.map_err(|e| anyhow::anyhow!("warm-up partition {i}: {e}"))?;
+    }
     let baseline = mem.settled_used_bytes()?;
     reset_host_peak();
     let d0 = multi.device_clock_ms(0)?;

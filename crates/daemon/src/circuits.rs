@@ -69,7 +69,9 @@ pub struct LoadedCircuit {
     pub prover: MultiGpuProver,
     /// The R1CS matrices, shared with the GPU lanes' compact form (jobs
     /// borrow this copy, so that the GPUs evaluate `A z`, `B z`, `C z`:
-    /// `cuzk_prover::Prover::with_r1cs`).
+    /// `cuzk_prover::Prover::with_r1cs`); on GPU lanes without their rows
+    /// (`cuzk_prover::SparseR1cs::without_rows`), which only the compact
+    /// form holds.
     pub matrices: Arc<ConstraintMatrices>,
     /// Instance variables, the constant one included.
     pub num_inputs: usize,
@@ -363,17 +365,27 @@ impl Registry {
         let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE))?;
         check_agree(id, &pk, &r1cs)?;
         let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
-        let mut host_bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
+        let key_bytes = pk.uncompressed_size() as u64;
         let matrices = Arc::new(r1cs.matrices);
-        let prover = match &self.lanes {
+        let (prover, matrices, host_bytes) = match &self.lanes {
             Lanes::Gpu(m) => {
                 // The compact form the GPUs evaluate, built once for every
-                // lane (8 bytes an entry for PoRep-shaped circuits).
-                let sparse = Arc::new(SparseR1cs::new(matrices.clone())?);
-                host_bytes += sparse.bytes();
-                MultiGpuProver::with_memories(pk, m, self.workers)?.with_r1cs(sparse)?
+                // lane (8 bytes an entry for PoRep-shaped circuits); the
+                // row-major matrices (about 48 bytes an entry) are dropped:
+                // jobs borrow the compact form's row-less matrices, and a
+                // proof evaluated on the CPU reads the compact form.
+                let sparse = Arc::new(SparseR1cs::new(matrices)?.without_rows());
+                let bytes = key_bytes + sparse.bytes();
+                let matrices = sparse.matrices_arc().clone();
+                let prover =
+                    MultiGpuProver::with_memories(pk, m, self.workers)?.with_r1cs(sparse)?;
+                (prover, matrices, bytes)
             }
-            Lanes::Cpu(n) => MultiGpuProver::cpu(pk, *n, self.workers)?,
+            Lanes::Cpu(n) => (
+                MultiGpuProver::cpu(pk, *n, self.workers)?,
+                matrices,
+                key_bytes + nonzeros * 48,
+            ),
         };
         Ok(LoadedCircuit {
             id: id.to_string(),

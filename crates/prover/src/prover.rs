@@ -510,6 +510,40 @@ impl Prover {
         self.r1cs.as_ref()
     }
 
+    /// Whether `job`'s matrices are those of the R1CS this prover holds
+    /// ([`Prover::with_r1cs`]), by reference.
+    fn holds_matrices(&self, job: &ProofJob<'_>) -> bool {
+        self.r1cs
+            .as_ref()
+            .is_some_and(|r| std::ptr::eq(job.matrices, r.matrices()))
+    }
+
+    /// `A z`, `B z`, `C z` of `job` on the CPU (and, with `check`, whether
+    /// z satisfies every constraint): from the compact form of the R1CS
+    /// this prover holds when the job's matrices are its own and have no
+    /// rows ([`SparseR1cs::without_rows`]), else from the job's matrices.
+    fn evaluate_on_cpu(&self, job: &ProofJob<'_>, log_n: u32, check: bool) -> Result<[Vec<Fr>; 3]> {
+        let z = job.full_assignment;
+        match &self.r1cs {
+            Some(r) if self.holds_matrices(job) && !r.has_rows() => {
+                let abc = r.evaluate(z, job.num_inputs, log_n)?;
+                let nc = r.num_constraints();
+                if check {
+                    let [a, b, c] = &abc;
+                    let bad = (0..nc).into_par_iter().find_first(|&i| a[i] * b[i] != c[i]);
+                    if let Some(i) = bad {
+                        return Err(Error::InvalidArgument(format!(
+                            "the witness does not satisfy constraint {i} of {nc}: <A_{i}, z> * \
+                             <B_{i}, z> != <C_{i}, z>"
+                        )));
+                    }
+                }
+                Ok(abc)
+            }
+            _ => qap::evaluate(job.matrices, z, job.num_inputs, log_n, check),
+        }
+    }
+
     /// Whether `job` is evaluated on the GPU: this prover holds its R1CS
     /// (the same matrices, by reference) on a GPU and the witness check is
     /// off.
@@ -632,9 +666,11 @@ impl Prover {
         let pk = &self.pk;
         let m = job.matrices;
         let z = job.full_assignment;
-        if m.a.len() != m.num_constraints
-            || m.b.len() != m.num_constraints
-            || m.c.len() != m.num_constraints
+        // The R1CS this prover holds may have its rows only in compact form.
+        if !self.holds_matrices(job)
+            && (m.a.len() != m.num_constraints
+                || m.b.len() != m.num_constraints
+                || m.c.len() != m.num_constraints)
         {
             return Err(Error::InvalidArgument(format!(
                 "R1CS matrices of {}, {} and {} rows for {} constraints",
@@ -693,13 +729,7 @@ impl Prover {
                 z_pinned = self.gpu.as_ref().and_then(|g| g.pin(job.full_assignment));
                 None
             }
-            _ => Some(qap::evaluate(
-                job.matrices,
-                job.full_assignment,
-                job.num_inputs,
-                log_n,
-                self.check_witness,
-            )?),
+            _ => Some(self.evaluate_on_cpu(job, log_n, self.check_witness)?),
         };
         let r1cs_bytes = match (&abc, &self.device_r1cs) {
             (None, Some(d)) if d.is_streamed() => d.sparse().bytes(),
@@ -779,7 +809,7 @@ impl Prover {
                              evaluating on the CPU"
                         );
                         let te = Instant::now();
-                        let abc = qap::evaluate(job.matrices, z, job.num_inputs, log_n, false)?;
+                        let abc = self.evaluate_on_cpu(job, log_n, false)?;
                         t.eval_ms += ms(te);
                         h_start = Instant::now();
                         Some(abc)
@@ -812,7 +842,7 @@ impl Prover {
                         let (acc, sums) = std::thread::scope(|sc| {
                             let spawned = std::thread::Builder::new()
                                 .name("cuzk-h-msm".into())
-                                .spawn_scoped(sc, &h_side);
+                                .spawn_scoped(sc, h_side);
                             let Ok(h_msm) = spawned else {
                                 // No thread to be had: one after the other.
                                 let (acc, h_ms) = h_side();

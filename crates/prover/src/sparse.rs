@@ -171,7 +171,31 @@ impl SparseR1cs {
         })
     }
 
-    /// The matrices this form was built from. A [`crate::ProofJob`] whose
+    /// The same compact form without the row-major matrices it was built
+    /// from: [`SparseR1cs::matrices`] then has the system's number of
+    /// constraints and no rows, and its memory (about 40 bytes an entry and
+    /// 24 a row of each matrix, some 40 GB for a PoRep-shaped 2^27 circuit)
+    /// is freed once no one else holds the shared matrices. A
+    /// [`crate::ProofJob`] with these matrices proves only on a prover
+    /// holding this form ([`crate::Prover::with_r1cs`]), on the GPU or
+    /// (with the witness check, or on the CPU path) from the compact form on
+    /// the CPU; any other prover refuses it for its missing rows.
+    pub fn without_rows(mut self) -> Self {
+        self.matrices = Arc::new(ConstraintMatrices {
+            num_constraints: self.matrices.num_constraints,
+            ..ConstraintMatrices::default()
+        });
+        self
+    }
+
+    /// Whether [`SparseR1cs::matrices`] holds the rows (see
+    /// [`SparseR1cs::without_rows`]).
+    pub fn has_rows(&self) -> bool {
+        self.matrices.num_constraints == 0 || !self.matrices.a.is_empty()
+    }
+
+    /// The matrices this form was built from (without their rows after
+    /// [`SparseR1cs::without_rows`]). A [`crate::ProofJob`] whose
     /// `matrices` is this very reference is evaluated on the GPU by a
     /// prover holding this form.
     pub fn matrices(&self) -> &ConstraintMatrices {
