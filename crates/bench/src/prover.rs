@@ -783,18 +783,40 @@ fn batch(
         streamed_bytes: timings.first().map_or(0, |t| t.streamed_bytes),
         msm_overlapped: !timings.is_empty() && timings.iter().all(|t| t.msm_overlapped),
     };
+    let implementation = match (cap, overlap) {
+        (None, _) => BATCH_IMPL,
+        (Some(_), true) => BATCH_IMPL_CAPPED,
+        (Some(_), false) => BATCH_IMPL_CAPPED_SERIAL,
+    };
     rec.figure(
         LAYER,
         name,
-        match (cap, overlap) {
-            (None, _) => BATCH_IMPL,
-            (Some(_), true) => BATCH_IMPL_CAPPED,
-            (Some(_), false) => BATCH_IMPL_CAPPED_SERIAL,
-        },
+        implementation,
         n,
         b.per_partition_ms(),
         "wall per partition, batch",
     );
+    // Where a partition's GPU stage goes (medians over the partitions): the
+    // H stage, H's MSM, the witness MSMs (A, B, L), which may run beside
+    // H's.
+    type Stage = (&'static str, fn(&ProofTimings) -> f64);
+    let stages: [Stage; 3] = [
+        ("H stage", |t| t.h_ntt_ms),
+        ("MSM H", |t| t.msm_h_ms),
+        ("MSMs A, B (G1, G2), L", |t| {
+            t.msm_a_ms + t.msm_b_g1_ms + t.msm_b_g2_ms + t.msm_l_ms
+        }),
+    ];
+    for (stage, get) in stages {
+        rec.figure(
+            LAYER,
+            format!("{name}, batch stage: {stage}"),
+            implementation,
+            n,
+            median(timings.iter().map(get).collect()),
+            "median a partition, batch",
+        );
+    }
     if let Some(c) = cap {
         let peak = b.device_peak_bytes;
         rec.checks.record(
