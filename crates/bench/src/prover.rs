@@ -36,6 +36,13 @@ const BATCH_IMPL_CAPPED_SERIAL: &str =
     "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, MSMs one after another";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
+const GPU_PRECOMPUTED: &str = "cuzk prover, GPU, precomputed bases";
+
+/// The dense size (log2) that also gets a row with the key's bases
+/// precomputed (`Prover::with_precomputed_bases`: 11 to 16 shifted copies
+/// of each query where the card holds them, made once a key), in `--full`:
+/// the issue's 2^24 proof in the prover's fastest configuration.
+const PRECOMPUTED_AT: u32 = 24;
 
 /// ark-groth16, the CPU reference of the prover's speed-up (issue 25: "up
 /// to the size that finishes in about a minute, with a fitted line
@@ -145,6 +152,7 @@ pub(crate) fn steps(size: crate::cli::Size) -> usize {
         + porep.iter().filter(|&&k| k <= PEER_MAX).count()
         + 3 * sha.len()
         + batches
+        + usize::from(dense.contains(&PRECOMPUTED_AT) && size == crate::cli::Size::Full)
 }
 
 /// What a row checks beyond the CPU path.
@@ -159,6 +167,8 @@ struct Extra<'a> {
     /// Also prove with ark-groth16 (one proof, timed): its proof must
     /// equal cuzk's.
     ark: bool,
+    /// Also prove with the key's bases precomputed ([`GPU_PRECOMPUTED`]).
+    precomputed: bool,
     /// A real key: every proof must pass ark-groth16's verifier against
     /// these public inputs.
     verify: Option<(
@@ -194,6 +204,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Res
             Extra {
                 batch: batch_for(run, k, false),
                 ark: ark_at(k),
+                precomputed: run.size == crate::cli::Size::Full && k == PRECOMPUTED_AT,
                 ..Extra::default()
             },
         )?;
@@ -263,6 +274,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Res
             verify: Some((&pvk, w.public_inputs().to_vec())),
             batch: Vec::new(),
             ark: false,
+            precomputed: false,
         };
         one(run, rec, &mut rng, &name, (w, pk), true, extra)?;
         flush(rec);
@@ -490,6 +502,11 @@ fn one(
                 "wall, per stage",
             );
         }
+        let prover = if extra.precomputed {
+            precomputed(rec, &name, n, (prover, &mem), &job, &got)?
+        } else {
+            prover
+        };
         // The single proof's prover goes before the batches (through
         // supraseal-c2's comparison, which writes its key as the peer's
         // parameter file first): a batch row measures the card with its own
@@ -877,6 +894,54 @@ fn batch(
         },
     );
     Ok(())
+}
+
+/// The same proofs with the key's bases precomputed
+/// (`Prover::with_precomputed_bases`, the proofs' working set held back
+/// while the copies are made): a figure (median of three, after a warm-up)
+/// and the proof checked against `ours`. Hands back the prover, plain
+/// again where precomputing failed.
+fn precomputed(
+    rec: &mut Record,
+    name: &str,
+    n: usize,
+    (prover, mem): (Prover, &std::sync::Arc<cuzk_alloc::DeviceMemory>),
+    job: &ProofJob<'_>,
+    ours: &Proof,
+) -> Result<Prover> {
+    let held = mem.budget().try_reserve(prover.working_set_bytes())?;
+    let (prover, queries) = prover.with_precomputed_bases()?;
+    drop(held);
+    step(format!(
+        "bench prover: {name}: precomputed bases ({queries} of 5 queries)"
+    ));
+    prove(&prover, job)?;
+    let mut times = Vec::new();
+    let mut first = None;
+    for _ in 0..3 {
+        let (ms, p) = once_ms(|| prove(&prover, job));
+        first.get_or_insert(p?.0);
+        times.push(ms);
+    }
+    rec.figure(
+        LAYER,
+        name,
+        GPU_PRECOMPUTED,
+        n,
+        median(times),
+        "wall, host to host; bases precomputed once a key",
+    );
+    if let Some(p) = &first {
+        rec.checks.values(
+            LAYER,
+            format!("{name}: {GPU_PRECOMPUTED}"),
+            "cuzk prover, GPU",
+            n,
+            p,
+            ours,
+        );
+    }
+    Ok(prover)
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`
