@@ -12,9 +12,11 @@
 //! The full assignment z that Groth16 proves is `[1, public.., witness..]`.
 
 use crate::{Error, Result};
-use ark_ff::{BigInteger, PrimeField};
+use ark_ff::{AdditiveGroup, BigInteger, Field, PrimeField};
 use cuzk_prover::Fr;
+use rayon::prelude::*;
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// The first eight bytes of every assignment.
@@ -111,40 +113,30 @@ impl Assignment {
         f.sync_all().map_err(|e| Error::io(what(), e))
     }
 
-    /// Decodes an assignment from `input` (buffer it).
+    /// Decodes an assignment from `input` (buffer it, or hand it large
+    /// reads: it is read in blocks of [`BLOCK_ELEMENTS`] elements, each
+    /// converted on rayon's pool).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a wrong magic, a truncated or
     /// over-long encoding, or an element at or above Fr's modulus (naming
-    /// its index); [`Error::Io`] when a read fails.
+    /// the first such index, counted within its section); [`Error::Io`]
+    /// when a read fails.
     pub fn read_from(mut input: impl Read) -> Result<Self> {
         let mut header = [0u8; HEADER_BYTES];
         read_exact(&mut input, &mut header, "the header")?;
         let (p, w) = parse_header(&header)?;
-        let mut read = |n: u64, what: &str| -> Result<Vec<Fr>> {
-            let mut v = Vec::with_capacity(n.min(1 << 24) as usize);
-            let mut buf = [0u8; ELEMENT_BYTES];
-            for i in 0..n {
-                read_exact(&mut input, &mut buf, what)?;
-                v.push(element(&buf).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "assignment: {what} element {i} is not below Fr's modulus (give \
-                         canonical little-endian values, not Montgomery form)"
-                    ))
-                })?);
-            }
-            Ok(v)
-        };
-        let public = read(p, "public input")?;
-        let witness = read(w, "witness")?;
+        let mut buf = Vec::new();
+        let public = read_section(&mut input, p, Section::Public, &mut buf)?;
+        let witness = read_section(&mut input, w, Section::Witness, &mut buf)?;
         let mut extra = [0u8; 1];
-        match input.read(&mut extra) {
-            Ok(0) => Ok(Assignment { public, witness }),
-            Ok(_) => Err(Error::InvalidArgument(
-                "assignment: bytes after the last element (the header's counts are too small)"
-                    .into(),
-            )),
-            Err(e) => Err(Error::io("reading an assignment", e)),
+        loop {
+            match input.read(&mut extra) {
+                Ok(0) => return Ok(Assignment { public, witness }),
+                Ok(_) => return Err(trailing_bytes()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("reading an assignment", e)),
+            }
         }
     }
 
@@ -156,15 +148,299 @@ impl Assignment {
         Self::read_from(bytes)
     }
 
-    /// Reads and decodes the file at `path`.
+    /// Reads and decodes the file at `path`, its blocks read and converted
+    /// in parallel on rayon's pool (see [`read_full_file`], which skips the
+    /// split into public inputs and witness).
     ///
     /// # Errors
-    /// As [`Assignment::read_from`]; [`Error::Io`] naming the path when it
-    /// cannot be opened.
+    /// As [`Assignment::read_from`] (the same messages, the lowest bad
+    /// element's index); [`Error::Io`] naming the path when it cannot be
+    /// opened or read.
     pub fn read_file(path: &Path) -> Result<Self> {
-        let f = std::fs::File::open(path)
+        let file = BodyFile::open(path)?;
+        let (np, nw) = file.split(file.complete);
+        let mut public = zeroed(np);
+        let mut witness = zeroed(nw);
+        let bad = file.decode(0, &mut public)?;
+        // Past the first bad element nothing else is reported.
+        let bad = match bad {
+            Some(i) => Some(i),
+            None => file.decode(np as u64, &mut witness)?,
+        };
+        file.verdict(bad)?;
+        Ok(Assignment { public, witness })
+    }
+}
+
+/// Reads and decodes the file at `path` straight into the full assignment
+/// `[1, public.., witness..]` that `cuzk_prover::ProofJob` takes, with the
+/// number of instance variables (`1 + p`, the constant one included): the
+/// same as [`Assignment::read_file`] then [`Assignment::into_full`] without
+/// a second copy of the elements. Blocks of [`BLOCK_ELEMENTS`] elements
+/// (1 MiB) are read by position and converted in parallel on rayon's pool.
+///
+/// # Errors
+/// As [`Assignment::read_file`]: [`Error::InvalidArgument`] for a wrong
+/// magic, a truncated or over-long file, or an element at or above Fr's
+/// modulus (naming the lowest such index, counted within its section);
+/// [`Error::Io`] naming the path when it cannot be opened or read.
+pub fn read_full_file(path: &Path) -> Result<(Vec<Fr>, usize)> {
+    let file = BodyFile::open(path)?;
+    let mut z = zeroed(1 + file.complete);
+    z[0] = Fr::ONE;
+    let bad = file.decode(0, &mut z[1..])?;
+    file.verdict(bad)?;
+    // `verdict` passed: every announced element is there, so p fits.
+    Ok((z, 1 + file.p as usize))
+}
+
+/// Elements (32 bytes each) in one block of the decoders: 1 MiB of
+/// encoding, one read and one conversion task of [`read_full_file`] and
+/// [`Assignment::read_file`], one read of [`Assignment::read_from`].
+pub const BLOCK_ELEMENTS: usize = 1 << 15;
+
+/// Elements converted in one rayon task within an in-memory block.
+const TASK_ELEMENTS: usize = 1 << 12;
+
+/// The two runs of elements after the header.
+#[derive(Clone, Copy)]
+enum Section {
+    Public,
+    Witness,
+}
+
+impl Section {
+    /// Its name in error messages.
+    fn name(self) -> &'static str {
+        match self {
+            Section::Public => "public input",
+            Section::Witness => "witness",
+        }
+    }
+}
+
+/// An assignment file opened for decoding by position: its header checked
+/// and its length compared with what the header announces.
+struct BodyFile<'a> {
+    path: &'a Path,
+    file: std::fs::File,
+    /// Public inputs announced.
+    p: u64,
+    /// Elements announced, public and witness (`None` past u64).
+    announced: Option<u64>,
+    /// Whole elements the file holds, at most those announced.
+    complete: usize,
+    /// Whether the file holds bytes past the announced elements.
+    trailing: bool,
+}
+
+impl<'a> BodyFile<'a> {
+    fn open(path: &'a Path) -> Result<Self> {
+        let file = std::fs::File::open(path)
             .map_err(|e| Error::io(format!("opening assignment {}", path.display()), e))?;
-        Self::read_from(std::io::BufReader::with_capacity(1 << 20, f))
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(format!("reading assignment {}", path.display()), e))?
+            .len();
+        if len < HEADER_BYTES as u64 {
+            return Err(truncated("the header"));
+        }
+        let mut header = [0u8; HEADER_BYTES];
+        file.read_exact_at(&mut header, 0)
+            .map_err(|e| read_error(path, e))?;
+        let (p, w) = parse_header(&header)?;
+        let announced = p.checked_add(w);
+        let body = len - HEADER_BYTES as u64;
+        let whole = body / ELEMENT_BYTES as u64;
+        let (complete, trailing) = match announced {
+            Some(n) if whole >= n => (n, body > n * ELEMENT_BYTES as u64),
+            _ => (whole, false),
+        };
+        Ok(BodyFile {
+            path,
+            file,
+            p,
+            announced,
+            // At most the file's length over 32: it fits memory's index.
+            complete: usize::try_from(complete).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "assignment {}: {complete} elements do not fit this host's memory",
+                    path.display()
+                ))
+            })?,
+            trailing,
+        })
+    }
+
+    /// `n` leading elements split into public inputs and witness.
+    fn split(&self, n: usize) -> (usize, usize) {
+        let np = (n as u64).min(self.p) as usize;
+        (np, n - np)
+    }
+
+    /// Decodes the elements `first..first + out.len()` of the body into
+    /// `out`, in parallel by blocks; the lowest index (counted from the
+    /// body's first element) of one not below the modulus.
+    fn decode(&self, first: u64, out: &mut [Fr]) -> Result<Option<u64>> {
+        out.par_chunks_mut(BLOCK_ELEMENTS)
+            .enumerate()
+            .map_init(Vec::new, |buf, (k, out)| {
+                let start = first + (k * BLOCK_ELEMENTS) as u64;
+                buf.resize(out.len() * ELEMENT_BYTES, 0);
+                let offset = HEADER_BYTES as u64 + start * ELEMENT_BYTES as u64;
+                self.file
+                    .read_exact_at(buf, offset)
+                    .map_err(|e| read_error(self.path, e))?;
+                Ok(decode_run(buf, out).map(|i| start + i as u64))
+            })
+            .try_reduce(|| None, |a, b| Ok(lowest(a, b)))
+    }
+
+    /// The error the first bad element (`bad`, counted from the body's
+    /// first element), a short file or trailing bytes make, in the order
+    /// a streaming read meets them.
+    fn verdict(&self, bad: Option<u64>) -> Result<()> {
+        if let Some(i) = bad {
+            return Err(self.bad_element(i));
+        }
+        if self.announced != Some(self.complete as u64) {
+            let section = if (self.complete as u64) < self.p {
+                Section::Public
+            } else {
+                Section::Witness
+            };
+            return Err(truncated(section.name()));
+        }
+        if self.trailing {
+            return Err(trailing_bytes());
+        }
+        Ok(())
+    }
+
+    fn bad_element(&self, i: u64) -> Error {
+        if i < self.p {
+            bad_element(Section::Public, i)
+        } else {
+            bad_element(Section::Witness, i - self.p)
+        }
+    }
+}
+
+/// `n` zeros, written in parallel (the pages of a large vector are touched
+/// by rayon's threads, not one).
+fn zeroed(n: usize) -> Vec<Fr> {
+    let mut v = Vec::with_capacity(n);
+    v.par_extend(rayon::iter::repeat_n(Fr::ZERO, n));
+    v
+}
+
+/// The lower of two optional indices.
+fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Reads and decodes one section of `n` elements of a stream, a block at a
+/// time, each block converted in parallel.
+fn read_section(
+    input: &mut impl Read,
+    n: u64,
+    section: Section,
+    buf: &mut Vec<u8>,
+) -> Result<Vec<Fr>> {
+    let mut v = Vec::new();
+    let mut done = 0u64;
+    while done < n {
+        let want = (n - done).min(BLOCK_ELEMENTS as u64) as usize;
+        buf.resize(want * ELEMENT_BYTES, 0);
+        let got = fill(input, buf)?;
+        let whole = got / ELEMENT_BYTES;
+        let start = v.len();
+        v.resize(start + whole, Fr::ZERO);
+        if let Some(i) = par_decode(&buf[..whole * ELEMENT_BYTES], &mut v[start..]) {
+            return Err(bad_element(section, done + i as u64));
+        }
+        if whole < want {
+            return Err(truncated(section.name()));
+        }
+        done += want as u64;
+    }
+    Ok(v)
+}
+
+/// Reads until `buf` is full or the input ends; the bytes read.
+fn fill(input: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match input.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("reading an assignment", e)),
+        }
+    }
+    Ok(got)
+}
+
+/// Converts `out.len()` elements of `bytes` (32 each) into `out` in
+/// parallel; the lowest index of one not below the modulus (the elements
+/// after it in its task are left unconverted).
+fn par_decode(bytes: &[u8], out: &mut [Fr]) -> Option<usize> {
+    out.par_chunks_mut(TASK_ELEMENTS)
+        .zip(bytes.par_chunks(TASK_ELEMENTS * ELEMENT_BYTES))
+        .enumerate()
+        .filter_map(|(k, (out, bytes))| decode_run(bytes, out).map(|i| k * TASK_ELEMENTS + i))
+        .min()
+}
+
+/// Converts `out.len()` elements of `bytes` (32 each) into `out` in order,
+/// stopping at the first one not below the modulus; its index.
+fn decode_run(bytes: &[u8], out: &mut [Fr]) -> Option<usize> {
+    for (i, (b, x)) in bytes
+        .chunks_exact(ELEMENT_BYTES)
+        .zip(out.iter_mut())
+        .enumerate()
+    {
+        match element(b.try_into().expect("32 bytes")) {
+            Some(v) => *x = v,
+            None => return Some(i),
+        }
+    }
+    None
+}
+
+fn bad_element(section: Section, i: u64) -> Error {
+    Error::InvalidArgument(format!(
+        "assignment: {} element {i} is not below Fr's modulus (give canonical \
+         little-endian values, not Montgomery form)",
+        section.name()
+    ))
+}
+
+fn truncated(what: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "assignment truncated in {what} (fewer bytes than its header announces)"
+    ))
+}
+
+fn trailing_bytes() -> Error {
+    Error::InvalidArgument(
+        "assignment: bytes after the last element (the header's counts are too small)".into(),
+    )
+}
+
+/// A positional read's failure: a file that shrank while it was read is
+/// a truncated assignment, anything else the host's I/O error.
+fn read_error(path: &Path, e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        Error::InvalidArgument(format!(
+            "assignment {} truncated (it shrank while it was read)",
+            path.display()
+        ))
+    } else {
+        Error::io(format!("reading assignment {}", path.display()), e)
     }
 }
 
@@ -188,9 +464,7 @@ pub fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(u64, u64)> {
 fn read_exact(input: &mut impl Read, buf: &mut [u8], what: &str) -> Result<()> {
     input.read_exact(buf).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::InvalidArgument(format!(
-                "assignment truncated in {what} (fewer bytes than its header announces)"
-            ))
+            truncated(what)
         } else {
             Error::io("reading an assignment", e)
         }
@@ -270,6 +544,203 @@ mod tests {
         big[24 + 32..24 + 64].fill(0xff);
         let msg = Assignment::from_bytes(&big).unwrap_err().to_string();
         assert!(msg.contains("witness element 0 is not below"), "{msg}");
+    }
+
+    /// The element-by-element streaming decoder the parallel ones must
+    /// agree with: values, error kinds and messages.
+    fn reference(mut input: &[u8]) -> Result<Assignment> {
+        let mut header = [0u8; HEADER_BYTES];
+        read_exact(&mut input, &mut header, "the header")?;
+        let (p, w) = parse_header(&header)?;
+        let mut read = |n: u64, what: &str| -> Result<Vec<Fr>> {
+            let mut v = Vec::new();
+            let mut buf = [0u8; ELEMENT_BYTES];
+            for i in 0..n {
+                read_exact(&mut input, &mut buf, what)?;
+                v.push(element(&buf).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "assignment: {what} element {i} is not below Fr's modulus (give \
+                         canonical little-endian values, not Montgomery form)"
+                    ))
+                })?);
+            }
+            Ok(v)
+        };
+        let public = read(p, "public input")?;
+        let witness = read(w, "witness")?;
+        if input.is_empty() {
+            Ok(Assignment { public, witness })
+        } else {
+            Err(trailing_bytes())
+        }
+    }
+
+    /// Every decoder's result for `bytes`, checked against [`reference`]
+    /// (values, or error kind and message); the reference's result.
+    fn decode_all_ways(bytes: &[u8], dir: &Path) -> Result<Assignment> {
+        let path = dir.join("a.asg");
+        std::fs::write(&path, bytes).unwrap();
+        let want = reference(bytes);
+        let same = |got: &Result<Assignment>, how: &str| match (&want, got) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{how}"),
+            (Err(Error::InvalidArgument(a)), Err(Error::InvalidArgument(b))) => {
+                assert_eq!(a, b, "{how}")
+            }
+            (a, b) => panic!("{how}: {b:?}, want {a:?}"),
+        };
+        same(&Assignment::from_bytes(bytes), "from_bytes");
+        // A reader that hands out a few bytes at a time.
+        same(
+            &Assignment::read_from(Trickle(bytes)),
+            "read_from in small reads",
+        );
+        same(&Assignment::read_file(&path), "read_file");
+        let full = read_full_file(&path).and_then(|(z, l)| {
+            assert_eq!(z[0], Fr::ONE);
+            Assignment::from_full(&z, l)
+        });
+        same(&full, "read_full_file");
+        want
+    }
+
+    /// A reader of at most 7 bytes a read.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(7).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// The byte offset of element `i` of the body.
+    fn at(i: usize) -> std::ops::Range<usize> {
+        HEADER_BYTES + ELEMENT_BYTES * i..HEADER_BYTES + ELEMENT_BYTES * (i + 1)
+    }
+
+    fn message(r: Result<Assignment>) -> String {
+        match r {
+            Err(Error::InvalidArgument(m)) => m,
+            other => panic!("want an invalid argument, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parallel_decoders_match_the_element_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let shapes = [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (3, 1000),
+            (BLOCK_ELEMENTS, 1),
+            (5, 2 * BLOCK_ELEMENTS + 17),
+            (BLOCK_ELEMENTS + 3, BLOCK_ELEMENTS - 3),
+        ];
+        for (k, (p, w)) in shapes.into_iter().enumerate() {
+            let a = random(p, w, 100 + k as u64);
+            let got = decode_all_ways(&a.to_bytes(), dir.path()).unwrap();
+            assert_eq!(got, a);
+            let (z, l) = read_full_file(&dir.path().join("a.asg")).unwrap();
+            assert_eq!((z, l), a.into_full());
+        }
+    }
+
+    #[test]
+    fn parallel_decoders_give_the_element_readers_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, w) = (BLOCK_ELEMENTS + 2, 2 * BLOCK_ELEMENTS + 9);
+        let good = random(p, w, 11).to_bytes();
+        let n = p + w;
+        let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut bad_magic = good.clone();
+        bad_magic[3] = b'X';
+        cases.push(("bad magic".into(), bad_magic));
+        for len in [0, 7, HEADER_BYTES - 1] {
+            cases.push((format!("header cut at {len}"), good[..len].to_vec()));
+        }
+        for cut in [0, 1, p - 1, p, p + 1, n - 1] {
+            let at = at(cut).start;
+            cases.push((format!("cut before element {cut}"), good[..at].to_vec()));
+            cases.push((format!("cut inside element {cut}"), good[..at + 5].to_vec()));
+        }
+        let mut long = good.clone();
+        long.extend_from_slice(&[0; ELEMENT_BYTES + 3]);
+        cases.push(("trailing bytes".into(), long));
+        let mut huge = good[..HEADER_BYTES].to_vec();
+        huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        huge[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        cases.push(("counts past u64".into(), huge));
+        // Several bad elements, in different blocks and tasks: the lowest
+        // is named, whichever block finishes first.
+        for bad in [
+            vec![0],
+            vec![p - 1, p + 5],
+            vec![p],
+            vec![n - 1, p + BLOCK_ELEMENTS + 1, p + 2 * TASK_ELEMENTS + 3],
+            vec![n - 1, 3 * TASK_ELEMENTS + 1, p + 1],
+        ] {
+            let mut b = good.clone();
+            for &i in &bad {
+                b[at(i)].fill(0xff);
+            }
+            cases.push((format!("bad elements {bad:?}"), b.clone()));
+            // A bad element before the end of a short file is reported
+            // before the truncation, one after it not at all.
+            let lowest = *bad.iter().min().unwrap();
+            cases.push((
+                format!("bad elements {bad:?}, cut after"),
+                b[..at(lowest).end + 3].to_vec(),
+            ));
+            cases.push((
+                format!("bad elements {bad:?}, cut before"),
+                b[..at(lowest).start].to_vec(),
+            ));
+            b.push(1);
+            cases.push((format!("bad elements {bad:?}, trailing"), b));
+        }
+        // The modulus itself is the smallest value out of range.
+        let mut modulus = good.clone();
+        modulus[at(p + 7)].copy_from_slice(&Fr::MODULUS.to_bytes_le());
+        cases.push(("the modulus".into(), modulus));
+        for (what, bytes) in cases {
+            let msg = message(decode_all_ways(&bytes, dir.path()));
+            let ok = msg.contains("not a cuzk assignment")
+                || msg.contains("truncated in")
+                || msg.contains("bytes after the last element")
+                || msg.contains("is not below Fr's modulus");
+            assert!(ok, "{what}: {msg}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_lowest_bad_element() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, w) = (4, 3 * BLOCK_ELEMENTS);
+        let mut b = random(p, w, 12).to_bytes();
+        for i in [p + 3 * BLOCK_ELEMENTS - 1, p + BLOCK_ELEMENTS + 9, p + 40] {
+            b[at(i)].fill(0xff);
+        }
+        let msg = message(decode_all_ways(&b, dir.path()));
+        assert!(msg.contains("witness element 40 is not below"), "{msg}");
+        b[at(2)].fill(0xff);
+        let msg = message(decode_all_ways(&b, dir.path()));
+        assert!(msg.contains("public input element 2 is not below"), "{msg}");
+        let msg = message(decode_all_ways(&b[..at(1).end], dir.path()));
+        assert!(msg.contains("truncated in public input"), "{msg}");
+    }
+
+    #[test]
+    fn a_missing_file_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("absent.asg");
+        let e = read_full_file(&path).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        assert!(e.to_string().contains("absent.asg"), "{e}");
+        let e = Assignment::read_file(&path).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
     }
 
     #[test]

@@ -794,26 +794,24 @@ impl Engine {
             .acquire(&job.circuit_id)
             .map_err(Fault::Daemon)?;
         let t = Instant::now();
-        let a = Assignment::read_file(Path::new(&job.payload_path)).map_err(|e| match e {
-            // A payload this host cannot open is this host's problem (another
-            // daemon of the cluster may see it); one that does not decode is
-            // the job's.
-            Error::Io { .. } => Fault::Daemon(e),
-            other => Fault::Job(other),
-        })?;
-        if 1 + a.public.len() != circuit.num_inputs
-            || 1 + a.public.len() + a.witness.len() != circuit.num_variables
-        {
+        let (z, num_inputs) =
+            assignment::read_full_file(Path::new(&job.payload_path)).map_err(|e| match e {
+                // A payload this host cannot open is this host's problem
+                // (another daemon of the cluster may see it); one that does
+                // not decode is the job's.
+                Error::Io { .. } => Fault::Daemon(e),
+                other => Fault::Job(other),
+            })?;
+        if num_inputs != circuit.num_inputs || z.len() != circuit.num_variables {
             return Err(Fault::Job(Error::InvalidArgument(format!(
                 "assignment of {} public inputs and {} witness values; circuit `{}` takes {} and {}",
-                a.public.len(),
-                a.witness.len(),
+                num_inputs - 1,
+                z.len() - num_inputs,
                 job.circuit_id,
                 circuit.num_inputs.saturating_sub(1),
                 circuit.num_variables.saturating_sub(circuit.num_inputs)
             ))));
         }
-        let (z, num_inputs) = a.into_full();
         let load_ms = t.elapsed().as_secs_f64() * 1e3;
         let mut rng = rand::thread_rng();
         let pj = ProofJob {
