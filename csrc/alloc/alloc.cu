@@ -226,6 +226,20 @@ cuzk_status cuzk_stream_create(int32_t device, void** stream) {
     });
 }
 
+cuzk_status cuzk_stream_create_priority(int32_t device, int32_t high, void** stream) {
+    return guard("cuzk_stream_create_priority", [&]() -> cuzk_status {
+        CUZK_NEED(stream, "cuzk_stream_create_priority: null out-pointer");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        int least = 0, greatest = 0;
+        CUZK_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        cudaStream_t s = nullptr;
+        CUZK_CUDA_TRY(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
+                                                   high ? greatest : least));
+        *stream = (void*)s;
+        return ok();
+    });
+}
+
 cuzk_status cuzk_stream_destroy(int32_t device, void* stream) {
     return guard("cuzk_stream_destroy", [&]() -> cuzk_status {
         CUZK_CUDA_TRY(cudaSetDevice(device));

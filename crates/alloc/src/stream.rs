@@ -50,6 +50,27 @@ impl Stream {
         })
     }
 
+    /// A new non-blocking stream on `device` with the device's greatest
+    /// scheduling priority (`high`) or its least (as [`Stream::new`]):
+    /// where kernels of several streams wait for the SMs, the blocks of a
+    /// high-priority stream's kernels start first (cudaStreamCreateWithPriority;
+    /// running blocks are not preempted).
+    ///
+    /// # Errors
+    /// As [`Stream::new`].
+    pub fn with_priority(device: i32, high: bool) -> Result<Stream> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer valid for the call.
+        check(unsafe { sys::cuzk_stream_create_priority(device, i32::from(high), &mut raw) })?;
+        Ok(Stream {
+            inner: Arc::new(StreamInner {
+                device,
+                raw: Ptr(raw),
+                owned: true,
+            }),
+        })
+    }
+
     /// The legacy default stream of `device` (never destroyed).
     pub fn legacy_default(device: i32) -> Stream {
         Stream {

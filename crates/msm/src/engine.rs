@@ -110,8 +110,20 @@ impl GpuMsm {
     /// # Errors
     /// As [`GpuMsm::new`].
     pub fn with_memory(mem: Arc<DeviceMemory>) -> Result<Self> {
-        let stream = Stream::new(mem.device())?;
-        let copy_stream = Stream::new(mem.device())?;
+        Self::with_memory_priority(mem, false)
+    }
+
+    /// [`GpuMsm::with_memory`] with streams of the device's greatest
+    /// scheduling priority (`high`) or its least (see
+    /// [`cuzk_alloc::Stream::with_priority`]): an engine whose short
+    /// kernels run beside another engine's long ones (the witness MSMs
+    /// beside H's in a Groth16 proof) gets its blocks scheduled first.
+    ///
+    /// # Errors
+    /// As [`GpuMsm::new`].
+    pub fn with_memory_priority(mem: Arc<DeviceMemory>, high: bool) -> Result<Self> {
+        let stream = Stream::with_priority(mem.device(), high)?;
+        let copy_stream = Stream::with_priority(mem.device(), high)?;
         Ok(GpuMsm {
             e: Arc::new(Engine {
                 mem,

@@ -236,7 +236,10 @@ impl Prover {
     pub fn with_shared_key(pk: Arc<ProvingKey>, mem: Arc<DeviceMemory>) -> Result<Self> {
         let ntt = GpuNtt::with_memory(mem.clone())?
             .with_full_twiddle_limit(PROVER_FULL_TWIDDLE_MAX_BYTES);
-        let msm = GpuMsm::with_memory(mem)?;
+        // The witness MSMs' engine: its short kernels run beside H's MSM
+        // when the key streams (`with_msm_overlap`), so its streams get
+        // the first turn at the SMs.
+        let msm = GpuMsm::with_memory_priority(mem, true)?;
         Self::build(pk, Some((ntt, msm)))
     }
 
