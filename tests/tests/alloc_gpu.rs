@@ -552,3 +552,33 @@ fn events_time_work_on_a_stream() {
     drop(d);
     mem.check_all_returned().unwrap();
 }
+
+/// Streams of either scheduling priority (`Stream::with_priority`) run work
+/// in order as a plain stream does: a buffer allocated and filled with a
+/// random word on a high- and on a low-priority stream reads back that
+/// word, and every byte comes back.
+#[test]
+#[ignore = "needs a GPU"]
+fn streams_of_either_priority_run_work() {
+    let Some(dev) = gpu_or_skip("streams_of_either_priority_run_work") else {
+        return;
+    };
+    let _s = serial();
+    let mem = DeviceMemory::from_env(dev).unwrap();
+    let mut rng = rng("streams_of_either_priority_run_work");
+    for high in [true, false] {
+        let stream = Stream::with_priority(dev, high).unwrap();
+        let value: u32 = rng.gen();
+        let words = (16 * MIB / 4) as usize;
+        let mut d = mem
+            .alloc::<u32>(words, Strategy::Async, &stream, None)
+            .unwrap();
+        d.fill_words(value).unwrap();
+        let mut back = vec![0u32; words];
+        d.copy_to_host(&mut back).unwrap();
+        assert!(back.iter().all(|&w| w == value), "high priority: {high}");
+        drop(d);
+        stream.synchronize().unwrap();
+    }
+    mem.check_all_returned().unwrap();
+}
