@@ -502,21 +502,38 @@ fn one(
                 "wall, per stage",
             );
         }
+        // The precomputed row consumes the prover (the rows after it need
+        // none: no peer at its size); a failure there is a failed check,
+        // and the layer goes on.
         let prover = if extra.precomputed {
-            precomputed(rec, &name, n, (prover, &mem), &job, &got)?
+            if let Err(e) = precomputed(rec, &name, n, (prover, &mem), &job, &got) {
+                rec.checks.record(
+                    LAYER,
+                    format!("{name}: {GPU_PRECOMPUTED} proves"),
+                    "every proof made",
+                    n,
+                    Verdict::Mismatch {
+                        detail: format!("{e:#}"),
+                    },
+                );
+            }
+            None
         } else {
-            prover
+            Some(prover)
         };
         // The single proof's prover goes before the batches (through
         // supraseal-c2's comparison, which writes its key as the peer's
         // parameter file first): a batch row measures the card with its own
         // provers only, and at 2^27 the host could not hold a second
         // prover's copies of the compacted queries (25 GB) beside it.
-        if extra.peer {
-            peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
-        } else {
-            drop(prover);
-            mem.trim()?;
+        match prover {
+            Some(prover) if extra.peer => {
+                peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
+            }
+            prover => {
+                drop(prover);
+                mem.trim()?;
+            }
         }
         for &(cap, overlap) in &extra.batch {
             // A batch that fails is a failed check; the layer goes on.
@@ -899,8 +916,7 @@ fn batch(
 /// The same proofs with the key's bases precomputed
 /// (`Prover::with_precomputed_bases`, the proofs' working set held back
 /// while the copies are made): a figure (median of three, after a warm-up)
-/// and the proof checked against `ours`. Hands back the prover, plain
-/// again where precomputing failed.
+/// and every proof checked against `ours`. The prover is dropped after.
 fn precomputed(
     rec: &mut Record,
     name: &str,
@@ -908,7 +924,7 @@ fn precomputed(
     (prover, mem): (Prover, &std::sync::Arc<cuzk_alloc::DeviceMemory>),
     job: &ProofJob<'_>,
     ours: &Proof,
-) -> Result<Prover> {
+) -> Result<()> {
     let held = mem.budget().try_reserve(prover.working_set_bytes())?;
     let (prover, queries) = prover.with_precomputed_bases()?;
     drop(held);
@@ -917,12 +933,14 @@ fn precomputed(
     ));
     prove(&prover, job)?;
     let mut times = Vec::new();
-    let mut first = None;
+    let mut proofs = Vec::new();
     for _ in 0..3 {
         let (ms, p) = once_ms(|| prove(&prover, job));
-        first.get_or_insert(p?.0);
+        proofs.push(p?.0);
         times.push(ms);
     }
+    // The first proof that differs from `ours`, else the first.
+    let first = proofs.iter().find(|p| *p != ours).or(proofs.first());
     rec.figure(
         LAYER,
         name,
@@ -931,7 +949,7 @@ fn precomputed(
         median(times),
         "wall, host to host; bases precomputed once a key",
     );
-    if let Some(p) = &first {
+    if let Some(p) = first {
         rec.checks.values(
             LAYER,
             format!("{name}: {GPU_PRECOMPUTED}"),
@@ -941,7 +959,7 @@ fn precomputed(
             ours,
         );
     }
-    Ok(prover)
+    Ok(())
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`

@@ -671,6 +671,19 @@ impl Prover {
         let z = job.full_assignment;
         // The R1CS this prover holds may have its rows only in compact form.
         if !self.holds_matrices(job)
+            && m.num_constraints > 0
+            && m.a.is_empty()
+            && m.b.is_empty()
+            && m.c.is_empty()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "R1CS matrices of {} constraints without their rows \
+                 (SparseR1cs::without_rows), and this prover does not hold that compact form: \
+                 prove them on the prover given it with Prover::with_r1cs",
+                m.num_constraints
+            )));
+        }
+        if !self.holds_matrices(job)
             && (m.a.len() != m.num_constraints
                 || m.b.len() != m.num_constraints
                 || m.c.len() != m.num_constraints)

@@ -87,6 +87,13 @@ pub(crate) fn evaluate(
             z.len()
         )));
     }
+    if nc > 0 && m.a.is_empty() && m.b.is_empty() && m.c.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "R1CS matrices of {nc} constraints without their rows (SparseR1cs::without_rows): \
+             prove them on the prover holding that compact form (Prover::with_r1cs), or \
+             evaluate them with SparseR1cs::evaluate"
+        )));
+    }
     for (name, rows) in [("A", m.a.len()), ("B", m.b.len()), ("C", m.c.len())] {
         if rows != nc {
             return Err(Error::InvalidArgument(format!(
