@@ -280,20 +280,37 @@ impl<'a> BodyFile<'a> {
 
     /// Decodes the elements `first..first + out.len()` of the body into
     /// `out`, in parallel by blocks; the lowest index (counted from the
-    /// body's first element) of one not below the modulus.
+    /// body's first element) of one not below the modulus. What a
+    /// streaming read meets first wins: a bad element before a block whose
+    /// read fails is the answer, and a failed read before a bad element
+    /// the error.
     fn decode(&self, first: u64, out: &mut [Fr]) -> Result<Option<u64>> {
+        // Each block's outcome at its first element's index: a read error,
+        // a bad element, or nothing.
+        type Outcome = (u64, Result<Option<u64>>);
+        let event = |o: &Outcome| !matches!(o.1, Ok(None));
         out.par_chunks_mut(BLOCK_ELEMENTS)
             .enumerate()
-            .map_init(Vec::new, |buf, (k, out)| {
+            .map_init(Vec::new, |buf, (k, out)| -> Outcome {
                 let start = first + (k * BLOCK_ELEMENTS) as u64;
                 buf.resize(out.len() * ELEMENT_BYTES, 0);
                 let offset = HEADER_BYTES as u64 + start * ELEMENT_BYTES as u64;
-                self.file
-                    .read_exact_at(buf, offset)
-                    .map_err(|e| read_error(self.path, e))?;
-                Ok(decode_run(buf, out).map(|i| start + i as u64))
+                let r = match self.file.read_exact_at(buf, offset) {
+                    Ok(()) => Ok(decode_run(buf, out).map(|i| start + i as u64)),
+                    Err(e) => Err(read_error(self.path, e)),
+                };
+                (start, r)
             })
-            .try_reduce(|| None, |a, b| Ok(lowest(a, b)))
+            .reduce(
+                || (u64::MAX, Ok(None)),
+                |a, b| match (event(&a), event(&b)) {
+                    (true, true) if b.0 < a.0 => b,
+                    (true, _) => a,
+                    (false, true) => b,
+                    (false, false) => (a.0.min(b.0), Ok(None)),
+                },
+            )
+            .1
     }
 
     /// The error the first bad element (`bad`, counted from the body's
@@ -332,14 +349,6 @@ fn zeroed(n: usize) -> Vec<Fr> {
     let mut v = Vec::with_capacity(n);
     v.par_extend(rayon::iter::repeat_n(Fr::ZERO, n));
     v
-}
-
-/// The lower of two optional indices.
-fn lowest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 /// Reads and decodes one section of `n` elements of a stream, a block at a
