@@ -1035,6 +1035,32 @@ fn r1cs_without_rows_cpu() {
     assert!(e.contains("rows"), "{e}");
 }
 
+/// Without a GPU: `MultiGpuProver::warm_up` proves a job once a worker on
+/// every lane and succeeds, after which a batch proves as ark-groth16
+/// does; a job that does not match the key is its error.
+#[test]
+fn warm_up_proves_on_every_worker_cpu() {
+    let mut rng = rng("warm_up_proves_on_every_worker_cpu");
+    let c = RandomCircuit::fill_domain(9, 2, 3, rng.gen());
+    let pk = setup(c, &mut rng);
+    let w = c.matrices().unwrap();
+    let multi = MultiGpuProver::cpu(pk.clone(), 2, 2).unwrap();
+    let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+    multi.warm_up(&w.job(r, s)).unwrap();
+    let out = multi.prove_batch(&[w.job(r, s)], None).unwrap();
+    let (got, _, _) = out.into_iter().next().unwrap().unwrap();
+    assert_eq!(got, reference(&pk, &w, r, s));
+    let short = &w.full_assignment[..w.full_assignment.len() - 1];
+    let e = invalid(
+        multi.warm_up(&ProofJob {
+            full_assignment: short,
+            ..w.job(r, s)
+        }),
+        "a warm-up job of another circuit",
+    );
+    assert!(e.contains("another circuit"), "{e}");
+}
+
 /// `A z`, `B z`, `C z` evaluated on the GPU from the prover's R1CS, the
 /// whole proof on the device: for a random circuit set up by ark-groth16
 /// (random coefficients; the proofs verify), a PoRep-shaped one (bits,

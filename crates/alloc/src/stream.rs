@@ -23,7 +23,7 @@ struct StreamInner {
 impl Drop for StreamInner {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: the stream was created by cuzk_stream_create and is
+            // SAFETY: the stream was created by cuzk_stream_create_priority and is
             // destroyed once; CUDA lets pending work finish.
             let _ = check(unsafe { sys::cuzk_stream_destroy(self.device, self.raw.0) });
         }
@@ -38,20 +38,12 @@ impl Stream {
     /// [`Error::NoDevice`](crate::Error::NoDevice) or
     /// [`Error::Cuda`](crate::Error::Cuda).
     pub fn new(device: i32) -> Result<Stream> {
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: out-pointer valid for the call.
-        check(unsafe { sys::cuzk_stream_create(device, &mut raw) })?;
-        Ok(Stream {
-            inner: Arc::new(StreamInner {
-                device,
-                raw: Ptr(raw),
-                owned: true,
-            }),
-        })
+        Self::with_priority(device, false)
     }
 
     /// A new non-blocking stream on `device` with the device's greatest
-    /// scheduling priority (`high`) or its least (as [`Stream::new`]):
+    /// scheduling priority (`high`) or its least (CUDA's default, as
+    /// [`Stream::new`]):
     /// where kernels of several streams wait for the SMs, the blocks of a
     /// high-priority stream's kernels start first (cudaStreamCreateWithPriority;
     /// running blocks are not preempted).

@@ -777,13 +777,7 @@ fn batch(
     // keeps the buffer for the next proof; then device memory's figure
     // before the batch (pools trimmed: the batch's first allocations grow
     // them again, a few milliseconds).
-    for (i, o) in multi
-        .prove_batch(&jobs[..BATCH_WORKERS.min(jobs.len())], None)?
-        .into_iter()
-        .enumerate()
-    {
-        o.map_err(|e| anyhow::anyhow!("warm-up partition {i}: {e}"))?;
-    }
+    multi.warm_up(&jobs[0])?;
     let baseline = mem.settled_used_bytes()?;
     reset_host_peak();
     let d0 = multi.device_clock_ms(0)?;

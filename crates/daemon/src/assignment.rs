@@ -148,27 +148,18 @@ impl Assignment {
         Self::read_from(bytes)
     }
 
-    /// Reads and decodes the file at `path`, its blocks read and converted
-    /// in parallel on rayon's pool (see [`read_full_file`], which skips the
-    /// split into public inputs and witness).
+    /// Reads and decodes the file at `path`: [`read_full_file`], split into
+    /// public inputs and witness.
     ///
     /// # Errors
     /// As [`Assignment::read_from`] (the same messages, the lowest bad
     /// element's index); [`Error::Io`] naming the path when it cannot be
     /// opened or read.
     pub fn read_file(path: &Path) -> Result<Self> {
-        let file = BodyFile::open(path)?;
-        let (np, nw) = file.split(file.complete);
-        let mut public = zeroed(np);
-        let mut witness = zeroed(nw);
-        let bad = file.decode(0, &mut public)?;
-        // Past the first bad element nothing else is reported.
-        let bad = match bad {
-            Some(i) => Some(i),
-            None => file.decode(np as u64, &mut witness)?,
-        };
-        file.verdict(bad)?;
-        Ok(Assignment { public, witness })
+        let (mut z, num_inputs) = read_full_file(path)?;
+        let public = z[1..num_inputs].to_vec();
+        z.drain(..num_inputs);
+        Ok(Assignment { public, witness: z })
     }
 }
 
@@ -270,12 +261,6 @@ impl<'a> BodyFile<'a> {
             })?,
             trailing,
         })
-    }
-
-    /// `n` leading elements split into public inputs and witness.
-    fn split(&self, n: usize) -> (usize, usize) {
-        let np = (n as u64).min(self.p) as usize;
-        (np, n - np)
     }
 
     /// Decodes the elements `first..first + out.len()` of the body into

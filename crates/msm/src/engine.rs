@@ -154,12 +154,6 @@ impl GpuMsm {
         }
     }
 
-    /// The reservation this engine's MSMs allocate within
-    /// ([`GpuMsm::within`]); `None` when they use the whole budget.
-    pub fn share(&self) -> Option<&Arc<Reservation>> {
-        self.share.as_ref()
-    }
-
     /// Device memory, in bytes, this engine's next allocation may take: what
     /// its share has left, or the budget's available bytes.
     ///

@@ -355,23 +355,10 @@ fn multi_batch(
     baseline: &mut Baseline,
     jobs: &[ProofJob<'_>],
 ) -> Result<Vec<ark_groth16::Proof<Bls12_381>>> {
-    // A warm-up outside the batch's time: a proof a worker on every GPU, at
-    // once (tables, pools, the key's first use, kernels loaded, and each
-    // worker's pinned assignment buffer, whose mapping for the GPU takes
-    // device memory while the prover keeps the buffer for the next proof).
+    // A warm-up outside the batch's time: a proof a worker on every GPU,
+    // at once (MultiGpuProver::warm_up).
     if let Some(first) = jobs.first() {
-        let workers = multi.workers_per_device().max(1);
-        std::thread::scope(|s| -> Result<()> {
-            let handles: Vec<_> = (0..multi.devices().len())
-                .flat_map(|lane| (0..workers).map(move |_| lane))
-                .map(|lane| s.spawn(move || multi.prove_on(lane, first)))
-                .collect();
-            for h in handles {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a warm-up proof panicked"))??;
-            }
-            Ok(())
-        })?;
+        multi.warm_up(first)?;
     }
     baseline.warmed()?;
     let clocks = |m: &MultiGpuProver| -> Result<Vec<Option<f64>>> {

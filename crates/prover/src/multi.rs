@@ -422,6 +422,31 @@ impl MultiGpuProver {
         l.prove(job, self.timeout)
     }
 
+    /// Proves `job` once a worker on every lane, all at once, and discards
+    /// the proofs: a warm-up before measuring a batch or device memory.
+    /// After it each lane's kernels are loaded, its tables made, its key in
+    /// place, and each worker's pinned assignment buffer exists (its
+    /// mapping for the GPU takes device memory while the prover keeps the
+    /// buffer for the next proof), so a batch that follows claims no more
+    /// memory than it gives back.
+    ///
+    /// # Errors
+    /// The first failed proof's error (as [`MultiGpuProver::prove_on`]);
+    /// [`Error::Internal`] when a warm-up thread panicked.
+    pub fn warm_up(&self, job: &ProofJob<'_>) -> Result<()> {
+        let workers = self.workers.max(1);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..self.lanes.len())
+                .flat_map(|lane| (0..workers).map(move |_| lane))
+                .map(|lane| s.spawn(move || self.prove_on(lane, job).map(drop)))
+                .collect();
+            handles.into_iter().try_for_each(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("a warm-up proof panicked".into())))
+            })
+        })
+    }
+
     /// Proofs of several partitions against the key: partition i on lane
     /// `assignment[i]` (the device `devices()[assignment[i]]`; default:
     /// round-robin, i modulo the number of devices), each device's

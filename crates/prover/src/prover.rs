@@ -670,12 +670,7 @@ impl Prover {
         let m = job.matrices;
         let z = job.full_assignment;
         // The R1CS this prover holds may have its rows only in compact form.
-        if !self.holds_matrices(job)
-            && m.num_constraints > 0
-            && m.a.is_empty()
-            && m.b.is_empty()
-            && m.c.is_empty()
-        {
+        if !self.holds_matrices(job) && !m.has_rows() {
             return Err(Error::InvalidArgument(format!(
                 "R1CS matrices of {} constraints without their rows \
                  (SparseR1cs::without_rows), and this prover does not hold that compact form: \

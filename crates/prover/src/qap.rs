@@ -87,7 +87,7 @@ pub(crate) fn evaluate(
             z.len()
         )));
     }
-    if nc > 0 && m.a.is_empty() && m.b.is_empty() && m.c.is_empty() {
+    if !m.has_rows() {
         return Err(Error::InvalidArgument(format!(
             "R1CS matrices of {nc} constraints without their rows (SparseR1cs::without_rows): \
              prove them on the prover holding that compact form (Prover::with_r1cs), or \

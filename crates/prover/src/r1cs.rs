@@ -64,6 +64,13 @@ impl ConstraintMatrices {
         Self::new(a, b, c)
     }
 
+    /// Whether the rows are here: false for the row-less matrices of
+    /// [`crate::SparseR1cs::without_rows`] (constraints, no rows), which
+    /// only a prover holding that compact form proves.
+    pub fn has_rows(&self) -> bool {
+        self.num_constraints == 0 || !(self.a.is_empty() && self.b.is_empty() && self.c.is_empty())
+    }
+
     /// `[A, B, C]` as ark-groth16's `create_proof_with_reduction_and_matrices`
     /// takes them (a copy).
     pub fn to_ark(&self) -> Vec<Matrix<Fr>> {

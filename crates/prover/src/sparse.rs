@@ -191,7 +191,7 @@ impl SparseR1cs {
     /// Whether [`SparseR1cs::matrices`] holds the rows (see
     /// [`SparseR1cs::without_rows`]).
     pub fn has_rows(&self) -> bool {
-        self.matrices.num_constraints == 0 || !self.matrices.a.is_empty()
+        self.matrices.has_rows()
     }
 
     /// The matrices this form was built from (without their rows after
