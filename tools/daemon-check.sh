@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The daemon's checks on a GPU machine (issue 26), from a bundle made by
 # `cargo xtask bundle` (bundled as ./run-daemon-check):
-#   1. the prover's own batch figure: bin/prove, a batch of JOBS PoRep-shaped
-#      partitions of 2^K with WORKERS workers;
+#   1. the prover's own batch figure: bin/prove, a batch of RATE_JOBS
+#      PoRep-shaped partitions of 2^K with WORKERS workers;
 #   2. cuzk-daemon with WORKERS workers a GPU, fed the same number of jobs of
 #      the same shape by the CLI (submitted by path, then awaited): jobs/s,
-#      and the ratio to (1);
+#      and the ratio to (1). Both figures count from the first submission
+#      to the last proof, so the first job's load (read and decode of its
+#      assignment) is in the daemon's; RATE_JOBS (default 30) makes them
+#      steady-state figures. The jobs cycle over JOBS witness files;
 #   3. SIGKILL mid-batch and a restart: every accepted job completes (each
 #      awaited proof is written);
 #   4. SIGTERM: the daemon exits and the GPU's memory in use returns to its
 #      baseline (nvidia-smi, MiB; within 64 MiB).
-# Settings (environment): K (log2 domain, default 24), JOBS (10), WORKERS
+# Settings (environment): K (log2 domain, default 24), JOBS (10: witness
+# files, and the jobs of the SIGKILL check), RATE_JOBS (30), WORKERS
 # (2), DEVICES (0; `cpu` for a machine without a GPU), OUT (a folder for the
 # logs, default ./daemon-check), PORT (9820). Exits non-zero when a check
 # fails; the last line says which.
@@ -18,6 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 K=${K:-24}
 JOBS=${JOBS:-10}
+RATE_JOBS=${RATE_JOBS:-30}
 WORKERS=${WORKERS:-2}
 DEVICES=${DEVICES:-0}
 OUT=${OUT:-$PWD/daemon-check}
@@ -36,20 +41,20 @@ gpu_mib() {
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i "${DEVICES%%,*}"
 }
 : > "$OUT/summary.txt"
-say "K=$K JOBS=$JOBS WORKERS=$WORKERS DEVICES=$DEVICES"
+say "K=$K JOBS=$JOBS RATE_JOBS=$RATE_JOBS WORKERS=$WORKERS DEVICES=$DEVICES"
 
 # Circuit, key and witnesses.
 "$BIN/cuzk" keygen --key-dir "$DATA/keys" --porep-log-domain "$K" > "$OUT/keygen.log" 2>&1 \
     || fail "keygen (see keygen.log)"
 CIRCUIT="porep-2^$K"
-for i in $(seq 0 $((2 * JOBS - 1))); do
+for i in $(seq 0 $((JOBS - 1))); do
     "$BIN/cuzk" witness-porep --log-domain "$K" --partition "$i" --out "$DATA/w$i.asg" \
         >> "$OUT/witness.log" 2>&1 || fail "witness-porep $i (see witness.log)"
 done
 
 # 1. The prover's own batch figure.
 if [ "$DEVICES" = cpu ]; then cpu_flag=--cpu; else cpu_flag=; fi
-"$BIN/prove" --circuit porep --log-constraints "$K" --batch --proofs "$JOBS" \
+"$BIN/prove" --circuit porep --log-constraints "$K" --batch --proofs "$RATE_JOBS" \
     --workers "$WORKERS" $cpu_flag > "$OUT/prove.log" 2>&1 || fail "bin/prove (see prove.log)"
 PROVER_RATE=$(grep -o '[0-9.]* proofs/s' "$OUT/prove.log" | tail -1 | cut -d' ' -f1)
 say "prover batch: ${PROVER_RATE:-?} proofs/s ($(grep '^batch:' "$OUT/prove.log"))"
@@ -66,8 +71,9 @@ start_daemon() {
     done
     fail "the daemon did not answer within 120 s"
 }
-submit() { # partition -> job id
-    "$BIN/cuzk" --addr "$ADDR" submit --circuit "$CIRCUIT" --assignment "$DATA/w$1.asg" --by-path
+submit() { # job number -> job id (the witness files in turn)
+    "$BIN/cuzk" --addr "$ADDR" submit --circuit "$CIRCUIT" --assignment "$DATA/w$(($1 % JOBS)).asg" \
+        --by-path
 }
 
 # 2. Throughput through the daemon.
@@ -79,14 +85,14 @@ w=$(submit 0) || fail "submit (warm-up)"
     || fail "await (warm-up)"
 t0=$(now)
 ids=()
-for i in $(seq 0 $((JOBS - 1))); do ids+=("$(submit "$i")") || fail "submit $i"; done
+for i in $(seq 0 $((RATE_JOBS - 1))); do ids+=("$(submit "$i")") || fail "submit $i"; done
 for id in "${ids[@]}"; do
     "$BIN/cuzk" --addr "$ADDR" await "$id" --out "$DATA/p-$id.bin" >> "$OUT/client.log" 2>&1 \
         || fail "await $id"
 done
 t1=$(now)
-DAEMON_RATE=$(awk -v n="$JOBS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", n / (b - a) }')
-say "daemon: $JOBS jobs in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s: $DAEMON_RATE jobs/s"
+DAEMON_RATE=$(awk -v n="$RATE_JOBS" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", n / (b - a) }')
+say "daemon: $RATE_JOBS jobs in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s: $DAEMON_RATE jobs/s"
 if [ -n "${PROVER_RATE:-}" ]; then
     RATIO=$(awk -v d="$DAEMON_RATE" -v p="$PROVER_RATE" 'BEGIN { printf "%.3f", d / p }')
     say "daemon / prover throughput: $RATIO (at least 0.95 asked)"

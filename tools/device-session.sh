@@ -15,7 +15,8 @@
 #   ./run-session bench-wait     waits up to WAIT seconds (default 560) for
 #                                it; copies report.json/.md (or the partial
 #                                report) and the log tail to $OUT
-#   ./run-session daemon         ./run-daemon-check (DAEMON_K=24, 10 jobs)
+#   ./run-session daemon         ./run-daemon-check (DAEMON_K=24, 30 jobs
+#                                timed, 10 killed)
 #   ./run-session porep27        10 PoRep-shaped 2^POREP_K (27) partitions,
 #                                2 workers, under a 16 GiB budget
 #                                (bin/prove; device memory back at its

@@ -814,6 +814,23 @@ fn check_streamed<P: MsmCurve>(
     let mut pinned = cuzk_alloc::PinnedBuffer::<Affine<P>>::new(n).unwrap();
     pinned.copy_from_slice(&b);
     let on_gpu = on_device(g, &s);
+    // The bases of the witness-shaped scalars that are not zero, gathered
+    // on the host (`msm_streamed_device_gathered`), with those scalars on
+    // the device; a second gather of every other base, out of order and
+    // with a repeat, against dense scalars.
+    let nz: Vec<u32> = (0..n as u32)
+        .filter(|&i| !bits[i as usize].is_zero())
+        .collect();
+    let nz_scalars: Vec<Fr> = nz.iter().map(|&i| bits[i as usize]).collect();
+    let nz_on_gpu = on_device(g, &nz_scalars);
+    let mut odd: Vec<u32> = (0..n as u32).rev().step_by(2).collect();
+    odd.push(odd[0]);
+    let odd_scalars: Vec<Fr> = odd.iter().map(|&i| s[i as usize]).collect();
+    let odd_bases: Vec<Affine<P>> = odd.iter().map(|&i| b[i as usize]).collect();
+    let want_odd = cpu::msm_dense(&odd_bases, &odd_scalars)
+        .unwrap()
+        .into_affine();
+    let odd_on_gpu = on_device(g, &odd_scalars);
     for &cap in caps {
         let e = capped(cap);
         let what = format!(
@@ -849,6 +866,20 @@ fn check_streamed<P: MsmCurve>(
             want,
             "{what}, device scalars"
         );
+        assert_eq!(
+            e.msm_streamed_device_gathered(&pinned, &nz, &nz_on_gpu, 0..nz.len())
+                .unwrap()
+                .into_affine(),
+            want_bits,
+            "{what}, only the bases of non-zero scalars"
+        );
+        assert_eq!(
+            e.msm_streamed_device_gathered(&b, &odd, &odd_on_gpu, 0..odd.len())
+                .unwrap()
+                .into_affine(),
+            want_odd,
+            "{what}, pageable bases gathered out of order"
+        );
         let peak = e.memory().budget().peak_claimed_bytes();
         assert!(peak <= cap, "{what}: peak {peak} > cap {cap}");
         report(&format!("msm: {what}, streamed bases, equals blst"));
@@ -868,6 +899,15 @@ fn check_streamed<P: MsmCurve>(
     assert!(
         e.msm_streamed(&b[..3], &s).is_err(),
         "more scalars than bases"
+    );
+    match e.msm_streamed_device_gathered(&b[..n / 2], &odd, &odd_on_gpu, 0..odd.len()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("past"), "{m}"),
+        other => panic!("expected an index past the bases to be refused, got {other:?}"),
+    }
+    assert!(
+        e.msm_streamed_device_gathered(&b, &odd[1..], &odd_on_gpu, 0..odd.len())
+            .is_err(),
+        "fewer indices than scalars"
     );
 }
 

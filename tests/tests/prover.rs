@@ -1226,10 +1226,13 @@ fn gpu_overlapped_msms_match_cpu() {
     let mem = capped_memory(dev, margin, cap);
     // The key is placed while `room` is held: nothing of it fits.
     let held = mem.budget().try_reserve(room).unwrap();
+    // `on`: the defaults (H's MSM beside the witness MSMs, only the bases
+    // of non-zero scalars streamed); `off`: neither.
     let build = |overlap: bool| {
         Prover::with_memory(pk.clone(), mem.clone())
             .unwrap()
             .with_msm_overlap(overlap)
+            .with_nonzero_streaming(overlap)
             .with_r1cs(r1cs.clone())
             .unwrap()
     };
@@ -1253,10 +1256,17 @@ fn gpu_overlapped_msms_match_cpu() {
         let j = job(&mut rng);
         let (got, t) = on.prove_job(&j).unwrap();
         assert!(t.eval_on_gpu && t.msm_overlapped, "overlapped: {t:?}");
-        let (serial, t) = off.prove_job(&j).unwrap();
+        let (serial, t_off) = off.prove_job(&j).unwrap();
         assert!(
-            t.eval_on_gpu && !t.msm_overlapped,
-            "one after another: {t:?}"
+            t_off.eval_on_gpu && !t_off.msm_overlapped,
+            "one after another: {t_off:?}"
+        );
+        // About 58% of the witness is zero: its bases stay on the host.
+        assert!(
+            t.streamed_bytes < t_off.streamed_bytes,
+            "non-zero bases only: {} bytes streamed, every base {}",
+            t.streamed_bytes,
+            t_off.streamed_bytes
         );
         assert_eq!(got, serial, "overlapped against one after another");
         assert_eq!(got, cpu.prove_job(&j).unwrap().0, "against the CPU path");

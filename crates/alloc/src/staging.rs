@@ -60,6 +60,62 @@ fn par_copy(pool: &rayon::ThreadPool, dst: &mut [u8], src: &[u8]) {
     });
 }
 
+/// Gathers records into `dst` on `pool`: record k of `dst` (bytes
+/// `k * record..(k + 1) * record`) is record `indices[k]` of `src`, in
+/// pieces of about 1 MiB of output. The indices must be in range (checked
+/// by the callers).
+fn par_gather(
+    pool: &rayon::ThreadPool,
+    dst: &mut [u8],
+    src: &[u8],
+    record: usize,
+    indices: &[u32],
+) {
+    use rayon::prelude::*;
+    let per_piece = ((1usize << 20) / record).max(1);
+    pool.install(|| {
+        dst.par_chunks_mut(per_piece * record)
+            .zip(indices.par_chunks(per_piece))
+            .for_each(|(d, ix)| {
+                for (out, &i) in d.chunks_exact_mut(record).zip(ix) {
+                    let at = i as usize * record;
+                    out.copy_from_slice(&src[at..at + record]);
+                }
+            })
+    });
+}
+
+/// Checks a gather's shapes: `src_len` elements in records of `record`,
+/// `dst_len` elements for `indices`, every index a record of `src`.
+fn check_gather(
+    what: &str,
+    src_len: usize,
+    dst_len: usize,
+    record: usize,
+    indices: &[u32],
+) -> Result<()> {
+    use rayon::prelude::*;
+    if record == 0 || src_len % record != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: records of {record} elements in a source of {src_len}: the record must be \
+             non-zero and divide the source"
+        )));
+    }
+    if indices.len().checked_mul(record) != Some(dst_len) {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: {} records of {record} elements into a buffer of {dst_len}",
+            indices.len()
+        )));
+    }
+    let records = src_len / record;
+    if let Some(bad) = indices.par_iter().find_first(|&&i| i as usize >= records) {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: index {bad} past the source's {records} records"
+        )));
+    }
+    Ok(())
+}
+
 /// The copy threads of one [`Staging`].
 fn copy_pool() -> Result<rayon::ThreadPool> {
     let threads = std::thread::available_parallelism()
@@ -165,6 +221,71 @@ impl Staging {
                 )
             })?;
             i += piece.len();
+        }
+        stream.synchronize()
+    }
+
+    /// Copies the records `indices` of `src` into `dst`, in that order, on
+    /// `dst`'s stream: record k of `dst` (elements `k * record..(k + 1) *
+    /// record`) is record `indices[k]` of `src`. The staging threads gather
+    /// each chunk into a pinned buffer while the copy engine moves the one
+    /// before, so that only the chosen records cross PCIe (say, the bases
+    /// of an MSM's non-zero scalars). Blocks until the copy is complete; it
+    /// first waits for the work already queued on that stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `record` is zero or does not divide
+    /// `src`, when `dst` does not hold `indices.len() * record` elements,
+    /// when an index is past `src`'s records, or when a chunk of this
+    /// staging is smaller than one record; CUDA errors as
+    /// [`Staging::upload`].
+    pub fn upload_gather<T: DeviceRepr>(
+        &mut self,
+        dst: &mut DeviceBuffer<T>,
+        src: &[T],
+        record: usize,
+        indices: &[u32],
+    ) -> Result<()> {
+        check_gather(
+            "Staging::upload_gather",
+            src.len(),
+            dst.len,
+            record,
+            indices,
+        )?;
+        let record_bytes = record * std::mem::size_of::<T>();
+        let per_chunk = self.chunk / record_bytes.max(1);
+        if per_chunk == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "Staging::upload_gather: records of {record_bytes} bytes do not fit the staging's \
+                 chunks of {} bytes: use a larger staging chunk",
+                self.chunk
+            )));
+        }
+        let src = as_bytes(src);
+        let stream = dst.stream.clone();
+        let mut at = 0;
+        for (k, ix) in indices.chunks(per_chunk).enumerate() {
+            let len = ix.len() * record_bytes;
+            let buf = &mut self.bufs[k % 2];
+            // As in `upload`: buffer k % 2 was released by the synchronize
+            // of round k - 1.
+            par_gather(&self.pool, &mut buf[..len], src, record_bytes, ix);
+            stream.synchronize()?;
+            // SAFETY: `dst` holds indices.len() * record_bytes bytes and
+            // at + len is at most that; the pinned buffer holds `len` bytes
+            // and is not written again before the next round's (or the
+            // final) synchronize has waited for this copy.
+            check(unsafe {
+                sys::cuzk_memcpy_async(
+                    dst.memory.device(),
+                    dst.ptr.0.cast::<u8>().wrapping_add(at).cast(),
+                    buf.as_ptr().cast(),
+                    len as u64,
+                    stream.as_raw(),
+                )
+            })?;
+            at += len;
         }
         stream.synchronize()
     }
@@ -317,6 +438,49 @@ impl StagedCopies {
         }
     }
 
+    /// Copies the records `indices` of `src` into `dst` and waits, as
+    /// [`Staging::upload_gather`] does; where the staging buffers are not
+    /// to be had (a small copy, another thread's copy, no pinned memory)
+    /// the records are gathered into a host vector on rayon's threads and
+    /// copied plainly.
+    ///
+    /// # Errors
+    /// As [`Staging::upload_gather`].
+    pub fn upload_gather<T: DeviceRepr>(
+        &self,
+        dst: &mut DeviceBuffer<T>,
+        src: &[T],
+        record: usize,
+        indices: &[u32],
+    ) -> Result<()> {
+        let bytes = indices
+            .len()
+            .saturating_mul(record)
+            .saturating_mul(std::mem::size_of::<T>());
+        if let Some(r) = self.with(bytes, |s| s.upload_gather(dst, src, record, indices)) {
+            return r;
+        }
+        check_gather(
+            "StagedCopies::upload_gather",
+            src.len(),
+            dst.len,
+            record,
+            indices,
+        )?;
+        let host: Vec<T> = {
+            use rayon::prelude::*;
+            indices
+                .par_iter()
+                .flat_map_iter(|&i| {
+                    src[i as usize * record..(i as usize + 1) * record]
+                        .iter()
+                        .copied()
+                })
+                .collect()
+        };
+        dst.copy_from_host(&host)
+    }
+
     /// Copies `src` into `dst` (elements; equal lengths) and waits.
     ///
     /// # Errors
@@ -351,6 +515,43 @@ mod tests {
             par_copy(&pool, &mut dst, &src);
             assert!(dst == src, "length {len}");
         }
+    }
+
+    #[test]
+    fn par_gather_takes_the_indexed_records_in_order() {
+        let pool = copy_pool().unwrap();
+        for record in [1usize, 96, 192, 100_000] {
+            let records = 3000;
+            let src: Vec<u8> = (0..records * record).map(|i| (i * 13 + 5) as u8).collect();
+            // Ascending with gaps, a repeat, and the last record; enough to
+            // span several 1 MiB pieces for the larger records.
+            let mut indices: Vec<u32> = (0..records as u32).filter(|i| i % 3 != 1).collect();
+            indices.push(7);
+            indices.push(records as u32 - 1);
+            let mut dst = vec![0u8; indices.len() * record];
+            par_gather(&pool, &mut dst, &src, record, &indices);
+            for (k, &i) in indices.iter().enumerate() {
+                let i = i as usize;
+                assert!(
+                    dst[k * record..(k + 1) * record] == src[i * record..(i + 1) * record],
+                    "record {k} (source {i}) of {record} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn gathers_check_their_shapes() {
+        let ok = check_gather("t", 12, 6, 3, &[0, 3]);
+        assert!(ok.is_ok());
+        let e = |r: Result<()>| match r {
+            Err(Error::InvalidArgument(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert!(e(check_gather("t", 12, 6, 0, &[0, 1])).contains("non-zero"));
+        assert!(e(check_gather("t", 10, 6, 3, &[0, 1])).contains("divide"));
+        assert!(e(check_gather("t", 12, 9, 3, &[0, 1])).contains("into a buffer of 9"));
+        assert!(e(check_gather("t", 12, 6, 3, &[0, 4])).contains("index 4 past"));
     }
 
     #[test]

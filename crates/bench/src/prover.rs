@@ -34,6 +34,11 @@ const BATCH_IMPL_CAPPED: &str =
 /// the overlap, in the same run.
 const BATCH_IMPL_CAPPED_SERIAL: &str =
     "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, MSMs one after another";
+/// [`BATCH_IMPL_CAPPED`] streaming every base of the witness queries
+/// ([`cuzk_prover::Prover::with_nonzero_streaming`] off): the baseline of
+/// streaming only the non-zero scalars' bases, in the same run.
+const BATCH_IMPL_CAPPED_ALL_BASES: &str =
+    "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, every base streamed";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
 const GPU_PRECOMPUTED: &str = "cuzk prover, GPU, precomputed bases";
@@ -127,12 +132,27 @@ const BATCHES: [(u32, bool); 5] = [
 /// The budget caps of each batch size: the whole card, then 16 GiB.
 const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
 
-/// The batch size (log2 domain, PoRep-shaped) that also gets a row under
-/// 16 GiB with the MSMs one after another, the overlap's baseline.
+/// The batch size (log2 domain, PoRep-shaped) that also gets two rows
+/// under 16 GiB, the baselines of the default: the MSMs one after another,
+/// and every base of the witness queries streamed.
 const SERIAL_BATCH: (u32, bool) = (26, true);
 
+/// How a batch row's prover runs its MSMs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BatchMode {
+    /// The defaults: H's MSM beside the witness MSMs where it applies,
+    /// only the non-zero scalars' bases streamed.
+    Default,
+    /// The MSMs one after another ([`cuzk_prover::Prover::with_msm_overlap`]
+    /// off).
+    SerialMsms,
+    /// Every base of the witness queries streamed
+    /// ([`cuzk_prover::Prover::with_nonzero_streaming`] off).
+    AllBases,
+}
+
 /// Batch rows in a `--full` run (progress steps).
-pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 1;
+pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 2;
 
 /// Progress steps of the prover layer in a run of `size`: a circuit's
 /// key and its proofs, ark-groth16, supraseal-c2, the SHA-256 chain's
@@ -161,9 +181,9 @@ struct Extra<'a> {
     /// Compare with supraseal-c2 (PoRep-shaped and real circuits).
     peer: bool,
     /// Also prove a batch of [`BATCH_PARTITIONS`] through `MultiGpuProver`
-    /// under each of these budget caps (`None`: the whole card), with the
-    /// MSMs overlapped or not ([`batch_for`]).
-    batch: Vec<(Option<u64>, bool)>,
+    /// under each of these budget caps (`None`: the whole card), its
+    /// prover in each mode ([`batch_for`]).
+    batch: Vec<(Option<u64>, BatchMode)>,
     /// Also prove with ark-groth16 (one proof, timed): its proof must
     /// equal cuzk's.
     ark: bool,
@@ -535,7 +555,7 @@ fn one(
                 mem.trim()?;
             }
         }
-        for &(cap, overlap) in &extra.batch {
+        for &(cap, mode) in &extra.batch {
             // A batch that fails is a failed check; the layer goes on.
             if let Err(e) = batch(
                 rec,
@@ -543,11 +563,11 @@ fn one(
                 (pk.clone(), &witness, &r1cs),
                 (&job, &got),
                 rng,
-                (cap, overlap),
+                (cap, mode),
             ) {
                 rec.checks.record(
                     LAYER,
-                    format!("{name}: batch ({})", batch_label(cap, overlap)),
+                    format!("{name}: batch ({})", batch_label(cap, mode)),
                     "every partition proved",
                     n,
                     Verdict::Mismatch {
@@ -561,14 +581,18 @@ fn one(
 }
 
 /// The batch rows of a 2^k circuit (PoRep-shaped or dense) in this run
-/// (none outside `--full`): (budget cap, MSMs overlapped).
-fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, bool)> {
+/// (none outside `--full`): (budget cap, mode).
+fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
     if run.size != crate::cli::Size::Full || !BATCHES.contains(&(k, porep)) {
         return Vec::new();
     }
-    let mut rows: Vec<_> = BATCH_CAPS.iter().map(|&c| (c, true)).collect();
+    let mut rows: Vec<_> = BATCH_CAPS
+        .iter()
+        .map(|&c| (c, BatchMode::Default))
+        .collect();
     if (k, porep) == SERIAL_BATCH {
-        rows.push((Some(CARD_16_GIB), false));
+        rows.push((Some(CARD_16_GIB), BatchMode::SerialMsms));
+        rows.push((Some(CARD_16_GIB), BatchMode::AllBases));
     }
     rows
 }
@@ -688,19 +712,20 @@ fn reset_host_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// A batch row's budget, and "MSMs one after another" without the overlap.
-fn batch_label(cap: Option<u64>, overlap: bool) -> String {
-    if overlap {
-        budget_name(cap)
-    } else {
-        format!("{}, MSMs one after another", budget_name(cap))
+/// A batch row's budget, and its mode unless the default.
+fn batch_label(cap: Option<u64>, mode: BatchMode) -> String {
+    match mode {
+        BatchMode::Default => budget_name(cap),
+        BatchMode::SerialMsms => format!("{}, MSMs one after another", budget_name(cap)),
+        BatchMode::AllBases => format!("{}, every base streamed", budget_name(cap)),
     }
 }
 
 /// [`BATCH_PARTITIONS`] partitions of `witness` proved by `MultiGpuProver`
 /// with [`BATCH_WORKERS`] workers on GPU 0 under a budget capped at `cap`
 /// (`None`: the whole card, less the default margin), H's MSM beside the
-/// witness MSMs where it applies or not (`overlap`), after one warm-up
+/// witness MSMs where it applies and only the non-zero scalars' bases
+/// streamed, or as `mode` says otherwise, after one warm-up
 /// proof; partition 0 takes `job`'s r and s, the others their own. Records
 /// the time per partition as a figure and the batch (throughput, GPU busy
 /// fraction, memory peaks), and checks partition 0's proof against `ours`
@@ -715,11 +740,11 @@ fn batch(
     ),
     (job, ours): (&ProofJob<'_>, &Proof),
     rng: &mut rand_chacha::ChaCha20Rng,
-    (cap, overlap): (Option<u64>, bool),
+    (cap, mode): (Option<u64>, BatchMode),
 ) -> Result<()> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory};
     let n = job.matrices.num_constraints;
-    let budget = batch_label(cap, overlap);
+    let budget = batch_label(cap, mode);
     step(format!(
         "bench prover: {name}: batch of {BATCH_PARTITIONS}, {BATCH_WORKERS} workers, {budget}"
     ));
@@ -757,7 +782,8 @@ fn batch(
     )?;
     let multi =
         cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?
-            .with_msm_overlap(overlap)
+            .with_msm_overlap(mode != BatchMode::SerialMsms)
+            .with_nonzero_streaming(mode != BatchMode::AllBases)
             .with_r1cs(r1cs.clone())?;
     let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
         .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
@@ -811,10 +837,11 @@ fn batch(
         streamed_bytes: timings.first().map_or(0, |t| t.streamed_bytes),
         msm_overlapped: !timings.is_empty() && timings.iter().all(|t| t.msm_overlapped),
     };
-    let implementation = match (cap, overlap) {
+    let implementation = match (cap, mode) {
         (None, _) => BATCH_IMPL,
-        (Some(_), true) => BATCH_IMPL_CAPPED,
-        (Some(_), false) => BATCH_IMPL_CAPPED_SERIAL,
+        (Some(_), BatchMode::Default) => BATCH_IMPL_CAPPED,
+        (Some(_), BatchMode::SerialMsms) => BATCH_IMPL_CAPPED_SERIAL,
+        (Some(_), BatchMode::AllBases) => BATCH_IMPL_CAPPED_ALL_BASES,
     };
     rec.figure(
         LAYER,
@@ -1036,9 +1063,13 @@ mod tests {
             (26, true),
             (27, true),
         ] {
-            let mut want = vec![(None, true), (Some(16 << 30), true)];
+            let mut want = vec![
+                (None, BatchMode::Default),
+                (Some(16 << 30), BatchMode::Default),
+            ];
             if (k, porep) == SERIAL_BATCH {
-                want.push((Some(16 << 30), false));
+                want.push((Some(16 << 30), BatchMode::SerialMsms));
+                want.push((Some(16 << 30), BatchMode::AllBases));
             }
             assert_eq!(full(k, porep), want, "2^{k} porep {porep}");
         }

@@ -85,7 +85,7 @@ impl GpuMsm {
             )));
         }
         let n = scalars.len();
-        self.stream(&bases[..n], |g, chunk, at| {
+        self.stream(&bases[..n], None, |g, chunk, at| {
             g.run::<P>(chunk, at.len(), None, &scalars[at])
         })
     }
@@ -115,7 +115,7 @@ impl GpuMsm {
             )));
         }
         let first = range.start;
-        self.stream(&bases[..n], |g, chunk, at| {
+        self.stream(&bases[..n], None, |g, chunk, at| {
             g.run_device::<P>(
                 chunk,
                 at.len(),
@@ -126,15 +126,61 @@ impl GpuMsm {
         })
     }
 
-    /// `bases` up in chunks (see [`GpuMsm::msm_streamed`]); `run(engine,
-    /// chunk, range)` is the MSM, on `engine`, of the points `range` of
-    /// `bases`, which lie at device address `chunk`. Sums the results.
+    /// `sum_j scalars[range.start + j] * bases[indices[j]]` for j <
+    /// `range.len()`: [`GpuMsm::msm_streamed_device`] over the bases
+    /// `indices` of `bases` only, gathered on the host into the pinned
+    /// staging buffers chunk by chunk ([`cuzk_alloc::StagedCopies::upload_gather`]),
+    /// so that only they cross PCIe. For an MSM whose scalars are mostly
+    /// zero (a Groth16 witness of bits: about 58% zeros in the SHA-256
+    /// chain), the caller passes the indices of the non-zero scalars and
+    /// those scalars, gathered in the same order. Each chunk's gather runs
+    /// on the staging's host threads while the copy engine moves the chunk
+    /// before.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `indices` and `range` differ in
+    /// length, when an index is past `bases`, when the range passes the
+    /// buffer or the scalars are on another GPU; otherwise as
+    /// [`GpuMsm::msm_streamed`].
+    pub fn msm_streamed_device_gathered<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        indices: &[u32],
+        scalars: &DeviceBuffer<Fr>,
+        range: Range<usize>,
+    ) -> Result<Projective<P>> {
+        check_range(scalars, &range)?;
+        if indices.len() != range.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} base indices for {} device scalars: give one index a scalar",
+                indices.len(),
+                range.len()
+            )));
+        }
+        let first = range.start;
+        self.stream(bases, Some(indices), |g, chunk, at| {
+            g.run_device::<P>(
+                chunk,
+                at.len(),
+                None,
+                scalars,
+                first + at.start..first + at.end,
+            )
+        })
+    }
+
+    /// `bases` up in chunks (see [`GpuMsm::msm_streamed`]), or with
+    /// `indices` the bases `indices[j]` in that order (gathered on the
+    /// host); `run(engine, chunk, range)` is the MSM, on `engine`, of the
+    /// points `range` of that sequence, which lie at device address
+    /// `chunk`. Sums the results.
     fn stream<P: MsmCurve>(
         &self,
         bases: &[Affine<P>],
+        indices: Option<&[u32]>,
         run: impl Fn(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
     ) -> Result<Projective<P>> {
-        let n = bases.len();
+        let n = indices.map_or(bases.len(), <[u32]>::len);
         if n == 0 {
             return Ok(Projective::default());
         }
@@ -162,7 +208,12 @@ impl GpuMsm {
         // A chunk's points into its buffer, on the copy stream (waits for
         // the copy).
         let copy = |mut d: DeviceBuffer<u8>, r: Range<usize>| -> Result<DeviceBuffer<u8>> {
-            e.copies2.upload(&mut d, point_bytes(&bases[r]))?;
+            match indices {
+                None => e.copies2.upload(&mut d, point_bytes(&bases[r]))?,
+                Some(ix) => e
+                    .copies2
+                    .upload_gather(&mut d, point_bytes(bases), point, &ix[r])?,
+            }
             Ok(d)
         };
         let copy = &copy;

@@ -314,6 +314,16 @@ impl MultiGpuProver {
         self
     }
 
+    /// The same prover streaming only the bases of non-zero scalars on
+    /// every lane, or every base (see [`Prover::with_nonzero_streaming`];
+    /// default: only the non-zero ones).
+    pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
+        for l in &mut self.lanes {
+            l.prover.nonzero_streaming = nonzero;
+        }
+        self
+    }
+
     /// The same prover holding the circuit's R1CS on every lane (see
     /// [`Prover::with_r1cs`]: jobs whose matrices are `r1cs.matrices()`
     /// evaluate `A z`, `B z`, `C z` on their GPU and keep the whole proof

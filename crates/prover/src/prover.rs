@@ -2,7 +2,7 @@
 
 use crate::device_r1cs::DeviceR1cs;
 use crate::memory::{self, PROVER_FULL_TWIDDLE_MAX_BYTES};
-use crate::query::{Query, Residency};
+use crate::query::{NonZero, Query, Residency};
 use crate::r1cs::{synthesize, ProofJob};
 use crate::sparse::SparseR1cs;
 use crate::timings::{ms, ProofTimings};
@@ -134,7 +134,21 @@ pub(crate) struct Prepared {
     /// when pinned memory could be had (else the GPU stage uploads it from
     /// the job's own, pageable, vector).
     z_pinned: Option<PinnedBuffer<Fr>>,
+    /// With `abc` `None`: the non-zero scalars of each streamed witness
+    /// query, whose bases alone then cross PCIe.
+    nonzero: WitnessNonZero,
     timings: ProofTimings,
+}
+
+/// The non-zero scalars of a proof's streamed witness queries
+/// ([`Query::nonzero`]; `None` for a query that is resident or mostly
+/// non-zero).
+#[derive(Debug, Default)]
+pub(crate) struct WitnessNonZero {
+    a: Option<NonZero>,
+    b_g1: Option<NonZero>,
+    b_g2: Option<NonZero>,
+    l: Option<NonZero>,
 }
 
 /// A Groth16 prover for one proving key. Share it between threads (`&self`
@@ -165,6 +179,9 @@ pub struct Prover {
     /// Whether H's MSM may run beside the witness MSMs
     /// ([`Prover::with_msm_overlap`]).
     pub(crate) overlap_msms: bool,
+    /// Whether a streamed witness query sends only the bases of non-zero
+    /// scalars ([`Prover::with_nonzero_streaming`]).
+    pub(crate) nonzero_streaming: bool,
 }
 
 impl std::fmt::Debug for Prover {
@@ -176,6 +193,7 @@ impl std::fmt::Debug for Prover {
             .field("h_query", &self.pk.h_query.len())
             .field("check_witness", &self.check_witness)
             .field("overlap_msms", &self.overlap_msms)
+            .field("nonzero_streaming", &self.nonzero_streaming)
             .finish()
     }
 }
@@ -334,6 +352,7 @@ impl Prover {
             l,
             check_witness: false,
             overlap_msms: true,
+            nonzero_streaming: true,
         };
         if prover.gpu.is_some() {
             tracing::info!(
@@ -380,6 +399,20 @@ impl Prover {
             + self.a.streamed_bytes(nv - 1)
             + self.b_g1.streamed_bytes(nv - 1)
             + self.b_g2.streamed_bytes(nv - 1)
+    }
+
+    /// [`Prover::streamed_bytes`] of a proof whose streamed witness queries
+    /// send only the bases of `nonzero` scalars.
+    fn streamed_bytes_with(&self, nonzero: &WitnessNonZero) -> u64 {
+        let pk = &self.pk;
+        let nv = pk.a_query.len();
+        self.h.streamed_bytes(pk.h_query.len())
+            + self
+                .l
+                .streamed_bytes_with(pk.l_query.len(), nonzero.l.as_ref())
+            + self.a.streamed_bytes_with(nv - 1, nonzero.a.as_ref())
+            + self.b_g1.streamed_bytes_with(nv - 1, nonzero.b_g1.as_ref())
+            + self.b_g2.streamed_bytes_with(nv - 1, nonzero.b_g2.as_ref())
     }
 
     /// The same prover with the key's queries on the GPU re-uploaded with
@@ -440,6 +473,25 @@ impl Prover {
     /// either way; [`ProofTimings::msm_overlapped`] says which ran.
     pub fn with_msm_overlap(mut self, overlap: bool) -> Self {
         self.overlap_msms = overlap;
+        self
+    }
+
+    /// The same prover streaming, for each witness query whose bases
+    /// stream from host memory (A, B in G1 and G2, L), only the bases of
+    /// the proof's non-zero scalars, or every base (default: only the
+    /// non-zero ones). It applies on the GPU to proofs evaluated there
+    /// ([`Prover::with_r1cs`]) whose scalars of that query are at least an
+    /// eighth zero: a witness of bits, about 58% zeros in the SHA-256
+    /// chain, sends that much less of the key over PCIe. The proof's CPU
+    /// stage lists the non-zero scalars (4 or 8 bytes a non-zero scalar of
+    /// each such query, in host memory until the proof ends); the staging
+    /// threads gather their bases into pinned buffers chunk by chunk while
+    /// the copy engine moves the chunk before
+    /// ([`cuzk_msm::GpuMsm::msm_streamed_device_gathered`]). The proof is
+    /// the same either way; [`ProofTimings::streamed_bytes`] counts the
+    /// bytes sent.
+    pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
+        self.nonzero_streaming = nonzero;
         self
     }
 
@@ -746,14 +798,23 @@ impl Prover {
             (None, Some(d)) if d.is_streamed() => d.sparse().bytes(),
             _ => 0,
         };
+        // The scalars come from the device-resident assignment only when
+        // the GPU evaluates: only then can a streamed query skip the bases
+        // of zero scalars.
+        let nonzero = match abc {
+            None if self.nonzero_streaming => self.witness_nonzero(job),
+            _ => WitnessNonZero::default(),
+        };
+        let streamed_bytes = self.streamed_bytes_with(&nonzero) + r1cs_bytes;
         Ok(Prepared {
             log_n,
             abc,
             z_pinned,
+            nonzero,
             timings: ProofTimings {
                 witness_ms,
                 eval_ms: ms(t0),
-                streamed_bytes: self.streamed_bytes() + r1cs_bytes,
+                streamed_bytes,
                 ..ProofTimings::default()
             },
         })
@@ -773,6 +834,7 @@ impl Prover {
             log_n,
             abc,
             z_pinned,
+            nonzero,
             timings: mut t,
         } = prepared;
         let pk = &self.pk;
@@ -838,7 +900,7 @@ impl Prover {
                 // work: counted in the H stage, marked as on the GPU.
                 t.eval_on_gpu = true;
                 t.h_ntt_ms = ms(t0);
-                let acc = match self.msm_shares(g, z.len())? {
+                let acc = match self.msm_shares(g, z.len(), &nonzero)? {
                     Some((h_share, w_share)) => {
                         let h_side = || {
                             let t0 = Instant::now();
@@ -858,12 +920,18 @@ impl Prover {
                                 // No thread to be had: one after the other.
                                 let (acc, h_ms) = h_side();
                                 t.msm_h_ms = h_ms;
-                                let sums =
-                                    self.witness_msms(job, Some(&zd), Some(&w_share), &mut t);
+                                let sums = self.witness_msms(
+                                    job,
+                                    Some(&zd),
+                                    Some(&w_share),
+                                    &nonzero,
+                                    &mut t,
+                                );
                                 return (acc, sums);
                             };
                             t.msm_overlapped = true;
-                            let sums = self.witness_msms(job, Some(&zd), Some(&w_share), &mut t);
+                            let sums =
+                                self.witness_msms(job, Some(&zd), Some(&w_share), &nonzero, &mut t);
                             let (acc, h_ms) = h_msm.join().unwrap_or_else(|_| {
                                 // Its kernels may still be queued: wait for
                                 // the device before their buffers drop.
@@ -918,7 +986,7 @@ impl Prover {
 
         let sums = match beside {
             Some(sums) => sums,
-            None => self.witness_msms(job, z_dev.as_ref(), None, &mut t)?,
+            None => self.witness_msms(job, z_dev.as_ref(), None, &nonzero, &mut t)?,
         };
         drop(z_dev);
         if let Some(g) = &self.gpu {
@@ -950,12 +1018,14 @@ impl Prover {
     /// The witness MSMs of a proof (A, B in G2, B in G1 unless r = 0, L,
     /// one after another), their times into `t`: against the
     /// device-resident assignment `z_dev` when there is one (within `share`
-    /// when given), else against the job's host assignment.
+    /// when given; a streamed query with `nonzero` scalars streams only
+    /// their bases), else against the job's host assignment.
     fn witness_msms(
         &self,
         job: &ProofJob<'_>,
         z_dev: Option<&DeviceBuffer<Fr>>,
         share: Option<&Arc<Reservation>>,
+        nonzero: &WitnessNonZero,
         t: &mut ProofTimings,
     ) -> Result<WitnessSums> {
         let pk = &self.pk;
@@ -964,7 +1034,7 @@ impl Prover {
         // from the device-resident copy when there is one, else from host
         // scalars.
         macro_rules! msm_z {
-            ($query:expr, $bases:expr, $start:expr) => {
+            ($query:expr, $bases:expr, $start:expr, $nonzero:expr) => {
                 match (z_dev, &self.gpu) {
                     (Some(zd), Some(g)) => $query.msm_assignment(
                         $bases,
@@ -974,37 +1044,55 @@ impl Prover {
                         g.ntt.memory(),
                         g.ntt.stream(),
                         share,
+                        $nonzero.as_ref(),
                     ),
                     _ => $query.msm($bases, &z[$start..]),
                 }
             };
         }
         let t0 = Instant::now();
-        let a = msm_z!(self.a, &pk.a_query[1..], 1)?;
+        let a = msm_z!(self.a, &pk.a_query[1..], 1, nonzero.a)?;
         t.msm_a_ms = ms(t0);
 
         let t0 = Instant::now();
-        let b_g2 = msm_z!(self.b_g2, &pk.b_g2_query[1..], 1)?;
+        let b_g2 = msm_z!(self.b_g2, &pk.b_g2_query[1..], 1, nonzero.b_g2)?;
         t.msm_b_g2_ms = ms(t0);
 
         let t0 = Instant::now();
         let b_g1 = if job.r == Fr::ZERO {
             None
         } else {
-            Some(msm_z!(self.b_g1, &pk.b_g1_query[1..], 1)?)
+            Some(msm_z!(self.b_g1, &pk.b_g1_query[1..], 1, nonzero.b_g1)?)
         };
         t.msm_b_g1_ms = ms(t0);
 
         let t0 = Instant::now();
-        let l = msm_z!(self.l, &pk.l_query, job.num_inputs)?;
+        let l = msm_z!(self.l, &pk.l_query, job.num_inputs, nonzero.l)?;
         t.msm_l_ms = ms(t0);
         Ok(WitnessSums { a, b_g2, b_g1, l })
+    }
+
+    /// The non-zero scalars of each streamed witness query of `job`
+    /// ([`Query::nonzero`]); B in G1 is skipped when `r` is zero, as its
+    /// MSM is.
+    fn witness_nonzero(&self, job: &ProofJob<'_>) -> WitnessNonZero {
+        let z = job.full_assignment;
+        let from = |i: usize| z.get(i..).unwrap_or(&[]);
+        WitnessNonZero {
+            a: self.a.nonzero(from(1)),
+            b_g1: (job.r != Fr::ZERO)
+                .then(|| self.b_g1.nonzero(from(1)))
+                .flatten(),
+            b_g2: self.b_g2.nonzero(from(1)),
+            l: self.l.nonzero(from(job.num_inputs)),
+        }
     }
 
     /// Device memory shares for an MSM stage whose H MSM runs beside the
     /// witness MSMs ([`Prover::with_msm_overlap`]): (H's, the witness
     /// MSMs'), reserved from the budget of GPU `g`, for a proof of
-    /// `variables` variables whose assignment is on the device. `None`
+    /// `variables` variables whose assignment is on the device and whose
+    /// streamed witness queries gather their `nonzero` scalars. `None`
     /// (the MSMs then run one after another) when the overlap is off, when
     /// H's query or a non-empty witness query is resident, or when the
     /// stage's memory cannot hold both sides' floors (a streamed MSM's
@@ -1024,6 +1112,7 @@ impl Prover {
         &self,
         g: &Gpu,
         variables: usize,
+        nonzero: &WitnessNonZero,
     ) -> Result<Option<(Arc<Reservation>, Arc<Reservation>)>> {
         let streams = |streamed: bool, empty: bool| streamed || empty;
         if !self.overlap_msms
@@ -1036,10 +1125,10 @@ impl Prover {
             return Ok(None);
         }
         let gathered = [
-            self.a.gather_bytes(),
-            self.b_g1.gather_bytes(),
-            self.b_g2.gather_bytes(),
-            self.l.gather_bytes(),
+            self.a.gather_bytes(nonzero.a.as_ref()),
+            self.b_g1.gather_bytes(nonzero.b_g1.as_ref()),
+            self.b_g2.gather_bytes(nonzero.b_g2.as_ref()),
+            self.l.gather_bytes(nonzero.l.as_ref()),
         ]
         .into_iter()
         .max()

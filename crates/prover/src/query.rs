@@ -91,6 +91,56 @@ fn gather<P: MsmCurve>(bases: &[Affine<P>], keep: &[u32]) -> Vec<Affine<P>> {
     keep.iter().map(|&i| bases[i as usize]).collect()
 }
 
+/// The non-zero scalars of one streamed query's MSM in a proof, so that
+/// only their bases cross PCIe ([`GpuMsm::msm_streamed_device_gathered`]):
+/// the positions of those bases among the bases the MSMs use (the
+/// compacted ones when the query is compacted), ascending, and the
+/// scalars' variables relative to the query's first (`None` when the same
+/// as the positions: an uncompacted query).
+#[derive(Debug, Default)]
+pub(crate) struct NonZero {
+    bases: Vec<u32>,
+    scalars: Option<Vec<u32>>,
+}
+
+impl NonZero {
+    /// Bases that cross PCIe.
+    pub(crate) fn len(&self) -> usize {
+        self.bases.len()
+    }
+
+    /// The scalars' variables, relative to the query's first.
+    fn scalars(&self) -> &[u32] {
+        self.scalars.as_deref().unwrap_or(&self.bases)
+    }
+}
+
+/// The non-zero scalars of an MSM over a query of `points` bases (the
+/// compacted ones, at the query positions `keep`, when compacted) against
+/// `host`, the assignment from the query's first variable: `None` when
+/// fewer than an eighth of them are zero (or there are none). Scans on
+/// rayon's threads; positions ascend.
+fn nonzero_scalars(keep: Option<&[u32]>, points: usize, host: &[Fr]) -> Option<NonZero> {
+    use rayon::prelude::*;
+    let is_nonzero = |i: u32| host.get(i as usize).is_some_and(|s| *s != Fr::ZERO);
+    let candidates = keep.map_or(host.len().min(points), <[u32]>::len);
+    let bases: Vec<u32> = match keep {
+        Some(keep) => (0..keep.len() as u32)
+            .into_par_iter()
+            .filter(|&j| is_nonzero(keep[j as usize]))
+            .collect(),
+        None => (0..candidates as u32)
+            .into_par_iter()
+            .filter(|&i| is_nonzero(i))
+            .collect(),
+    };
+    if candidates == 0 || (candidates - bases.len()) * SPARSE_DIVISOR < candidates {
+        return None;
+    }
+    let scalars = keep.map(|keep| bases.par_iter().map(|&j| keep[j as usize]).collect());
+    Some(NonZero { bases, scalars })
+}
+
 impl<P: MsmCurve> Query<P> {
     /// The query of `bases` (the full query, which must outlive this query
     /// unmoved when streamed): compacted when at least an eighth of the
@@ -170,11 +220,26 @@ impl<P: MsmCurve> Query<P> {
         self.points == 0
     }
 
-    /// Bytes an MSM from the device-resident assignment takes for the
-    /// compacted query's gathered scalars and their indices (36 a kept
-    /// base; 0 when uncompacted).
-    pub(crate) fn gather_bytes(&self) -> u64 {
-        self.keep.as_ref().map_or(0, |k| 36 * k.len() as u64)
+    /// For a streamed query, the non-zero scalars among `host` (the
+    /// assignment from the query's first variable) when at least an eighth
+    /// of the scalars its MSM takes are zero: then only their bases need
+    /// cross PCIe. `None` when the query is resident, on the CPU path,
+    /// empty, or mostly non-zero. Scans `host` on rayon's threads (the
+    /// prover's CPU stage).
+    pub(crate) fn nonzero(&self, host: &[Fr]) -> Option<NonZero> {
+        self.streamed.as_ref()?;
+        nonzero_scalars(self.keep.as_deref(), self.points, host)
+    }
+
+    /// Bytes an MSM from the device-resident assignment takes for its
+    /// gathered scalars and their indices (36 a gathered scalar): the
+    /// `nonzero` ones when given, else a compacted query's kept ones (0
+    /// when uncompacted).
+    pub(crate) fn gather_bytes(&self, nonzero: Option<&NonZero>) -> u64 {
+        match nonzero {
+            Some(nz) => 36 * nz.len() as u64,
+            None => self.keep.as_ref().map_or(0, |k| 36 * k.len() as u64),
+        }
     }
 
     /// The engine that streams this query's bases, within `share` when
@@ -194,6 +259,15 @@ impl<P: MsmCurve> Query<P> {
         }
         let points = self.keep.as_ref().map_or(full, Vec::len);
         (points * std::mem::size_of::<Affine<P>>()) as u64
+    }
+
+    /// [`Query::streamed_bytes`] of an MSM that streams only the bases of
+    /// `nonzero` scalars, when given.
+    pub(crate) fn streamed_bytes_with(&self, full: usize, nonzero: Option<&NonZero>) -> u64 {
+        match (nonzero, &self.streamed) {
+            (Some(nz), Some(_)) => (nz.len() * std::mem::size_of::<Affine<P>>()) as u64,
+            _ => self.streamed_bytes(full),
+        }
     }
 
     /// Replaces the device bases with precomputed ones
@@ -278,6 +352,9 @@ impl<P: MsmCurve> Query<P> {
     /// back to them when the device path runs out of memory, and the CPU
     /// path uses them. With `share`, the gathered scalars and a streamed
     /// query's MSM (the fallback's too) take their device memory within it.
+    /// With `nonzero` ([`Query::nonzero`] of `host`), a streamed query
+    /// gathers the non-zero scalars on the device and streams only their
+    /// bases.
     ///
     /// # Errors
     /// As [`Query::msm`] and [`Query::msm_device`].
@@ -291,9 +368,25 @@ impl<P: MsmCurve> Query<P> {
         mem: &Arc<DeviceMemory>,
         stream: &Stream,
         share: Option<&Arc<Reservation>>,
+        nonzero: Option<&NonZero>,
     ) -> Result<Projective<P>> {
         let on_device = || -> Result<Projective<P>> {
             let within = share.map(|s| &**s);
+            if let (Some(nz), Some(e)) = (nonzero, &self.streamed) {
+                // Only the non-zero scalars' bases go up: the compacted
+                // bases when compacted, else the query's own.
+                let b = match &self.keep {
+                    Some(_) => self.host.as_deref().unwrap_or(&[]),
+                    None => bases,
+                };
+                let s = crate::device_r1cs::gather(mem, stream, z, start, nz.scalars(), within)?;
+                return self.streaming(e, share).msm_streamed_device_gathered(
+                    b,
+                    &nz.bases,
+                    &s,
+                    0..nz.len(),
+                );
+            }
             match (&self.keep, &self.gpu, &self.streamed) {
                 (None, Some(_), _) | (None, None, Some(_)) => {
                     self.msm_device(bases, z, start..start + host.len(), share)
@@ -367,5 +460,100 @@ impl<P: MsmCurve> Query<P> {
             }
             (None, None) => cuzk_msm::cpu::msm(b, &s[..b.len()]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_bls12_381::g1;
+    use ark_ec::CurveGroup;
+    use ark_ff::UniformRand;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// Bits with `zeros` in 100 of them zero, and a few full scalars.
+    fn witness(rng: &mut ChaCha20Rng, n: usize, zeros: u32) -> Vec<Fr> {
+        (0..n)
+            .map(|_| match rng.gen_range(0..100) {
+                x if x < zeros => Fr::ZERO,
+                x if x < 98 => Fr::from(1u64),
+                _ => Fr::rand(rng),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nonzero_scalars_keep_every_nonzero_term_of_the_msm() {
+        let mut rng = ChaCha20Rng::seed_from_u64(0x6e7a);
+        let n = 3000;
+        let bases: Vec<g1::G1Affine> = (0..n)
+            .map(|_| g1::G1Projective::rand(&mut rng).into_affine())
+            .collect();
+        let host = witness(&mut rng, n, 58);
+        let full = cuzk_msm::cpu::msm(&bases, &host).unwrap();
+
+        // Uncompacted: positions are the variables themselves.
+        let nz = nonzero_scalars(None, n, &host).expect("58% zeros");
+        assert!(nz.scalars.is_none());
+        let want: Vec<u32> = (0..n as u32)
+            .filter(|&i| host[i as usize] != Fr::ZERO)
+            .collect();
+        assert_eq!(nz.bases, want);
+        let b: Vec<_> = nz.bases.iter().map(|&i| bases[i as usize]).collect();
+        let s: Vec<_> = nz.scalars().iter().map(|&i| host[i as usize]).collect();
+        assert_eq!(cuzk_msm::cpu::msm(&b, &s).unwrap(), full);
+
+        // Compacted: positions among the kept bases, variables from `keep`;
+        // a kept variable past the assignment reads as zero.
+        let mut keep: Vec<u32> = (0..n as u32).filter(|i| i % 5 != 3).collect();
+        keep.push(n as u32 + 7);
+        let compact: Vec<_> = keep
+            .iter()
+            .map(|&i| bases.get(i as usize).copied().unwrap_or(bases[0]))
+            .collect();
+        let kept_scalars: Vec<Fr> = keep
+            .iter()
+            .map(|&i| host.get(i as usize).copied().unwrap_or(Fr::ZERO))
+            .collect();
+        let nz = nonzero_scalars(Some(&keep), keep.len(), &host).expect("58% zeros");
+        let want: Vec<u32> = (0..keep.len() as u32)
+            .filter(|&j| kept_scalars[j as usize] != Fr::ZERO)
+            .collect();
+        assert_eq!(nz.bases, want);
+        assert!(nz.scalars().iter().all(|&i| host[i as usize] != Fr::ZERO));
+        let b: Vec<_> = nz.bases.iter().map(|&j| compact[j as usize]).collect();
+        let s: Vec<_> = nz.scalars().iter().map(|&i| host[i as usize]).collect();
+        assert_eq!(
+            cuzk_msm::cpu::msm(&b, &s).unwrap(),
+            cuzk_msm::cpu::msm(&compact, &kept_scalars).unwrap()
+        );
+    }
+
+    #[test]
+    fn nonzero_scalars_pay_only_with_an_eighth_zero() {
+        let mut rng = ChaCha20Rng::seed_from_u64(0x6e7b);
+        // 5% zeros: every base goes up.
+        let dense = witness(&mut rng, 4000, 5);
+        assert!(nonzero_scalars(None, dense.len(), &dense).is_none());
+        // Exactly an eighth zero pays.
+        let mut eighth = vec![Fr::from(1u64); 800];
+        eighth[..100].iter_mut().for_each(|s| *s = Fr::ZERO);
+        assert_eq!(
+            nonzero_scalars(None, 800, &eighth).map(|n| n.len()),
+            Some(700)
+        );
+        // Nothing to do.
+        assert!(nonzero_scalars(None, 0, &dense).is_none());
+        assert!(nonzero_scalars(Some(&[]), 0, &dense).is_none());
+        // All zero: nothing crosses PCIe.
+        let zeros = vec![Fr::ZERO; 64];
+        assert_eq!(nonzero_scalars(None, 64, &zeros).map(|n| n.len()), Some(0));
+        // The query is shorter than the assignment: only its points count.
+        assert_eq!(
+            nonzero_scalars(None, 100, &eighth).map(|n| n.len()),
+            Some(0),
+            "the first 100 scalars are zero"
+        );
     }
 }
