@@ -29,6 +29,7 @@ OUT=${OUT:-$PWD/daemon-check}
 PORT=${PORT:-9820}
 BIN=${BIN:-./bin}
 ADDR="http://127.0.0.1:$PORT"
+[ "$JOBS" -ge 1 ] && [ "$RATE_JOBS" -ge 1 ] || { echo "daemon-check: JOBS and RATE_JOBS must be at least 1" >&2; exit 2; }
 mkdir -p "$OUT"
 DATA=$(mktemp -d)
 trap '[ -n "${DAEMON:-}" ] && kill -9 "$DAEMON" 2>/dev/null; rm -rf "$DATA"' EXIT

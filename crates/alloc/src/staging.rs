@@ -24,7 +24,8 @@ fn direct_copy<T: DeviceRepr>(data: &[T]) -> bool {
 /// (BENCHMARKS.md has figures).
 ///
 /// A host slice that is already page-locked ([`is_page_locked`]) is copied
-/// directly with one `cudaMemcpyAsync`, without the staging buffers.
+/// directly with one `cudaMemcpyAsync`, without the staging buffers;
+/// a gather ([`Staging::upload_gather`]) always goes through them.
 ///
 /// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
 /// `Staging` serves one copy at a time (`&mut self`); give each worker its
@@ -246,13 +247,17 @@ impl Staging {
         record: usize,
         indices: &[u32],
     ) -> Result<()> {
-        check_gather(
-            "Staging::upload_gather",
-            src.len(),
-            dst.len,
-            record,
-            indices,
-        )?;
+        // On the staging's own threads, as the copies: rayon's global pool
+        // may be busy with the caller's CPU stages.
+        self.pool.install(|| {
+            check_gather(
+                "Staging::upload_gather",
+                src.len(),
+                dst.len,
+                record,
+                indices,
+            )
+        })?;
         let record_bytes = record * std::mem::size_of::<T>();
         let per_chunk = self.chunk / record_bytes.max(1);
         if per_chunk == 0 {
@@ -364,6 +369,19 @@ enum StagingState {
     Unavailable(String),
 }
 
+/// The staging buffers of a [`StagedCopies`] (its locked state), created
+/// on first use; `None` once pinned memory could not be had.
+fn ready(state: &mut Option<StagingState>) -> Option<&mut Staging> {
+    let state = state.get_or_insert_with(|| match Staging::new(DEFAULT_STAGING_CHUNK_BYTES) {
+        Ok(s) => StagingState::Ready(s),
+        Err(e) => StagingState::Unavailable(e.to_string()),
+    });
+    match state {
+        StagingState::Ready(s) => Some(s),
+        StagingState::Unavailable(_) => None,
+    }
+}
+
 /// One engine's host <-> device copies: a page-locked host slice
 /// ([`is_page_locked`]: a [`PinnedBuffer`], a [`HostRegistration`](crate::HostRegistration)) is
 /// copied directly by DMA; pageable arrays of at least
@@ -411,16 +429,7 @@ impl StagedCopies {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        if guard.is_none() {
-            *guard = Some(match Staging::new(DEFAULT_STAGING_CHUNK_BYTES) {
-                Ok(s) => StagingState::Ready(s),
-                Err(e) => StagingState::Unavailable(e.to_string()),
-            });
-        }
-        match guard.as_mut() {
-            Some(StagingState::Ready(s)) => Some(f(s)),
-            _ => None,
-        }
+        ready(&mut guard).map(f)
     }
 
     /// Copies `src` into `dst` (elements; equal lengths) and waits.
@@ -439,10 +448,12 @@ impl StagedCopies {
     }
 
     /// Copies the records `indices` of `src` into `dst` and waits, as
-    /// [`Staging::upload_gather`] does; where the staging buffers are not
-    /// to be had (a small copy, another thread's copy, no pinned memory)
-    /// the records are gathered into a host vector on rayon's threads and
-    /// copied plainly.
+    /// [`Staging::upload_gather`] does. Unlike the other copies, a gather
+    /// waits for the staging buffers when another thread's copy holds them
+    /// (a gather has no direct path: its records are not contiguous).
+    /// Gathers of less than [`StagedCopies::MIN_BYTES`], and every gather
+    /// once pinned memory could not be had, collect the records into a host
+    /// vector on this thread and copy it plainly.
     ///
     /// # Errors
     /// As [`Staging::upload_gather`].
@@ -457,8 +468,11 @@ impl StagedCopies {
             .len()
             .saturating_mul(record)
             .saturating_mul(std::mem::size_of::<T>());
-        if let Some(r) = self.with(bytes, |s| s.upload_gather(dst, src, record, indices)) {
-            return r;
+        if bytes >= Self::MIN_BYTES {
+            let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = ready(&mut guard) {
+                return s.upload_gather(dst, src, record, indices);
+            }
         }
         check_gather(
             "StagedCopies::upload_gather",
@@ -467,17 +481,11 @@ impl StagedCopies {
             record,
             indices,
         )?;
-        let host: Vec<T> = {
-            use rayon::prelude::*;
-            indices
-                .par_iter()
-                .flat_map_iter(|&i| {
-                    src[i as usize * record..(i as usize + 1) * record]
-                        .iter()
-                        .copied()
-                })
-                .collect()
-        };
+        let mut host: Vec<T> = Vec::with_capacity(indices.len() * record);
+        for &i in indices {
+            let at = i as usize * record;
+            host.extend_from_slice(&src[at..at + record]);
+        }
         dst.copy_from_host(&host)
     }
 

@@ -142,7 +142,8 @@ pub(crate) struct Prepared {
 
 /// The non-zero scalars of a proof's streamed witness queries
 /// ([`Query::nonzero`]; `None` for a query that is resident or mostly
-/// non-zero).
+/// non-zero, for B in G1 when r is zero, and for every query of a proof
+/// evaluated on the CPU).
 #[derive(Debug, Default)]
 pub(crate) struct WitnessNonZero {
     a: Option<NonZero>,
@@ -489,7 +490,8 @@ impl Prover {
     /// the copy engine moves the chunk before
     /// ([`cuzk_msm::GpuMsm::msm_streamed_device_gathered`]). The proof is
     /// the same either way; [`ProofTimings::streamed_bytes`] counts the
-    /// bytes sent.
+    /// bases' bytes sent (an MSM that, short of device memory, falls back
+    /// to host scalars sends every base, not counted there).
     pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
         self.nonzero_streaming = nonzero;
         self
@@ -834,7 +836,7 @@ impl Prover {
             log_n,
             abc,
             z_pinned,
-            nonzero,
+            mut nonzero,
             timings: mut t,
         } = prepared;
         let pk = &self.pk;
@@ -884,6 +886,10 @@ impl Prover {
                         let te = Instant::now();
                         let abc = self.evaluate_on_cpu(job, log_n, false)?;
                         t.eval_ms += ms(te);
+                        // The witness MSMs then take host scalars: every
+                        // base of a streamed query goes up.
+                        nonzero = WitnessNonZero::default();
+                        t.streamed_bytes = self.streamed_bytes();
                         h_start = Instant::now();
                         Some(abc)
                     }

@@ -373,6 +373,10 @@ impl<P: MsmCurve> Query<P> {
         let on_device = || -> Result<Projective<P>> {
             let within = share.map(|s| &**s);
             if let (Some(nz), Some(e)) = (nonzero, &self.streamed) {
+                if nz.len() == 0 {
+                    // Every scalar is zero.
+                    return Ok(Projective::default());
+                }
                 // Only the non-zero scalars' bases go up: the compacted
                 // bases when compacted, else the query's own.
                 let b = match &self.keep {
