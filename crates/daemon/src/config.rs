@@ -126,6 +126,13 @@ pub struct Config {
     /// Finished jobs (done, failed, cancelled) older than this are deleted
     /// from the store, seconds; 0 keeps them. Default 7 days.
     pub retain_finished_secs: u64,
+    /// Each worker claims its next job while it proves the current one,
+    /// and reads that job's assignment meanwhile (one job ahead a worker,
+    /// its assignment held in host memory), so that the GPU does not wait
+    /// for the file between jobs. A job submitted later at a higher
+    /// priority then starts after the jobs already claimed ahead. Default
+    /// true.
+    pub load_ahead: bool,
 }
 
 impl Default for Config {
@@ -155,6 +162,7 @@ impl Default for Config {
             verify_keys: false,
             max_attempts: 5,
             retain_finished_secs: 7 * 24 * 3600,
+            load_ahead: true,
         }
     }
 }

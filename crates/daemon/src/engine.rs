@@ -652,36 +652,117 @@ impl Engine {
         self.store.close().await;
     }
 
-    /// A worker thread of lane `lane`.
+    /// A worker thread of lane `lane`. With [`Config::load_ahead`], while
+    /// it proves a job a helper thread claims the next one and loads its
+    /// assignment, so that the GPU does not wait for the file between jobs;
+    /// a job claimed ahead when the daemon stops goes back to the queue.
     fn worker(self: Arc<Self>, lane: usize) {
-        let lease_us = (self.config.lease_secs * 1_000_000) as i64;
-        let max_attempts = i64::from(self.config.max_attempts);
+        let mut ahead: Option<Claimed> = None;
         while !self.shutdown.load(Ordering::SeqCst) {
             let seen = self.doorbell.count();
-            // Leases run on the database's clock: one clock for every host.
-            let claimed = self.rt.block_on(async {
-                let now = self.store.now_us().await?;
-                self.store
-                    .claim(&self.owner, now, lease_us, max_attempts)
-                    .await
-            });
-            match claimed {
-                Ok(Some(job)) => {
-                    let daemon_fault = self.run(lane, job);
-                    if daemon_fault {
-                        // This host could not prove it (a GPU fault, a key it
-                        // lacks): back off before the next claim.
-                        std::thread::sleep(Duration::from_secs(2));
+            let claimed = match ahead.take() {
+                Some(c) => c,
+                None => match self.claim() {
+                    Ok(Some(c)) => c,
+                    Ok(None) => {
+                        self.doorbell.wait(seen, Duration::from_millis(500));
+                        continue;
                     }
-                }
-                Ok(None) => {
-                    self.doorbell.wait(seen, Duration::from_millis(500));
-                }
-                Err(e) => {
-                    tracing::warn!("claiming a job: {e}; retrying in a second");
-                    std::thread::sleep(Duration::from_secs(1));
-                }
+                    Err(e) => {
+                        tracing::warn!("claiming a job: {e}; retrying in a second");
+                        std::thread::sleep(Duration::from_secs(1));
+                        continue;
+                    }
+                },
+            };
+            let daemon_fault = std::thread::scope(|sc| {
+                let next = self
+                    .config
+                    .load_ahead
+                    .then(|| {
+                        std::thread::Builder::new()
+                            .name("cuzk-load-ahead".into())
+                            .spawn_scoped(sc, || self.claim_ahead())
+                            .ok()
+                    })
+                    .flatten();
+                let fault = self.run(lane, claimed);
+                ahead = next.and_then(|h| h.join().ok()).flatten();
+                fault
+            });
+            if daemon_fault {
+                // This host could not prove it (a GPU fault, a key it
+                // lacks): back off before the next claim.
+                std::thread::sleep(Duration::from_secs(2));
             }
+        }
+        if let Some(c) = ahead {
+            self.give_back(c);
+        }
+    }
+
+    /// Claims the next job, if any, and starts renewing its lease.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    fn claim(&self) -> Result<Option<Claimed>> {
+        let lease_us = (self.config.lease_secs * 1_000_000) as i64;
+        let max_attempts = i64::from(self.config.max_attempts);
+        // Leases run on the database's clock: one clock for every host.
+        let job = self.rt.block_on(async {
+            let now = self.store.now_us().await?;
+            self.store
+                .claim(&self.owner, now, lease_us, max_attempts)
+                .await
+        })?;
+        let Some(job) = job else {
+            return Ok(None);
+        };
+        let Some(lease) = job.lease.clone() else {
+            return Err(Error::Internal(format!(
+                "job {} was claimed without a lease token",
+                job.id
+            )));
+        };
+        let renew = self.renew_lease(&job.id, &lease);
+        Ok(Some(Claimed {
+            job,
+            lease,
+            renew,
+            loaded: None,
+        }))
+    }
+
+    /// [`Engine::claim`] and the job's assignment loaded, for a worker to
+    /// prove after its current job; `None` when no job is queued, the
+    /// daemon is stopping, or the store fails (the worker claims again).
+    fn claim_ahead(&self) -> Option<Claimed> {
+        if self.shutdown.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut c = self.claim().ok().flatten()?;
+        let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.load(&c.job)))
+            .unwrap_or_else(|_| {
+                Err(Fault::Daemon(Error::Internal(
+                    "loading an assignment panicked (please report it)".into(),
+                )))
+            });
+        c.loaded = Some(loaded);
+        Some(c)
+    }
+
+    /// Returns a job claimed ahead and not started to the queue, its
+    /// attempt not counted.
+    fn give_back(&self, c: Claimed) {
+        let Claimed {
+            job, lease, renew, ..
+        } = c;
+        drop(renew);
+        if let Err(e) = self.rt.block_on(self.store.unclaim(&job.id, &lease)) {
+            tracing::warn!(
+                "giving back job {} claimed ahead: {e}; it returns when its lease runs out",
+                job.id
+            );
         }
     }
 
@@ -689,19 +770,24 @@ impl Engine {
     /// when the job itself is at fault (its assignment); otherwise the job
     /// goes back to the queue for another attempt (at most `max_attempts`
     /// in all). Returns whether the daemon was at fault.
-    fn run(&self, lane: usize, job: JobRecord) -> bool {
+    fn run(&self, lane: usize, claimed: Claimed) -> bool {
+        let Claimed {
+            job,
+            lease,
+            renew,
+            loaded,
+        } = claimed;
         let span = tracing::info_span!("job", id = %job.id, circuit = %job.circuit_id, lane);
         let _g = span.enter();
-        let Some(lease) = job.lease.clone() else {
-            tracing::warn!("a claimed job without a lease token; skipped");
-            return true;
-        };
-        let renew = self.renew_lease(&job.id, &lease);
         let started = job.started_us.unwrap_or_else(now_us);
         let queue_wait_ms = (started - job.submitted_us).max(0) as f64 / 1e3;
         self.metrics.queue_wait(queue_wait_ms / 1e3);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.prove(lane, &job, queue_wait_ms)
+            let loaded = match loaded {
+                Some(l) => l,
+                None => self.load(&job),
+            };
+            self.prove(lane, loaded?, queue_wait_ms)
         }))
         .unwrap_or_else(|p| {
             let what = p
@@ -783,12 +869,9 @@ impl Engine {
         daemon_fault
     }
 
-    fn prove(
-        &self,
-        lane: usize,
-        job: &JobRecord,
-        queue_wait_ms: f64,
-    ) -> std::result::Result<(Vec<u8>, Timings, i32), Fault> {
+    /// Job `job`'s circuit (held in use) and assignment, read and checked
+    /// against the circuit.
+    fn load(&self, job: &JobRecord) -> std::result::Result<Loaded, Fault> {
         let circuit = self
             .registry
             .acquire(&job.circuit_id)
@@ -812,7 +895,26 @@ impl Engine {
                 circuit.num_variables.saturating_sub(circuit.num_inputs)
             ))));
         }
-        let load_ms = t.elapsed().as_secs_f64() * 1e3;
+        Ok(Loaded {
+            circuit,
+            z,
+            num_inputs,
+            load_ms: t.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    fn prove(
+        &self,
+        lane: usize,
+        loaded: Loaded,
+        queue_wait_ms: f64,
+    ) -> std::result::Result<(Vec<u8>, Timings, i32), Fault> {
+        let Loaded {
+            circuit,
+            z,
+            num_inputs,
+            load_ms,
+        } = loaded;
         let mut rng = rand::thread_rng();
         let pj = ProofJob {
             matrices: &circuit.matrices,
@@ -949,6 +1051,23 @@ fn place_payload(
             (to, true, len)
         }
     })
+}
+
+/// A job a worker claimed: its lease (renewed while this lives) and, when
+/// claimed ahead, its loaded assignment or why it could not be loaded.
+struct Claimed {
+    job: JobRecord,
+    lease: String,
+    renew: LeaseRenewal,
+    loaded: Option<std::result::Result<Loaded, Fault>>,
+}
+
+/// A job's circuit, held in use, and its full assignment.
+struct Loaded {
+    circuit: crate::circuits::CircuitUse,
+    z: Vec<Fr>,
+    num_inputs: usize,
+    load_ms: f64,
 }
 
 /// Who is at fault when a proof fails: the job (its assignment: the job

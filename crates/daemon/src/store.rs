@@ -219,7 +219,9 @@ impl JobStore {
     /// which [`JobStore::renew`], [`JobStore::complete`],
     /// [`JobStore::fail`] and [`JobStore::release`] take. Before claiming:
     /// jobs whose lease ran out with a cancellation asked become cancelled,
-    /// and jobs taken `max_attempts` times already become failed.
+    /// and jobs taken `max_attempts` times already become failed. The
+    /// start time is `now_us`, or the submission's when later (SQLite's
+    /// clock counts milliseconds, the submission microseconds).
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -254,7 +256,9 @@ impl JobStore {
         };
         let sql = format!(
             "UPDATE cuzk_jobs SET state = 'running', lease_owner = $1, worker = $2, \
-             lease_until_us = $3, started_us = $4, attempts = attempts + 1 \
+             lease_until_us = $3, \
+             started_us = CASE WHEN submitted_us > $4 THEN submitted_us ELSE $4 END, \
+             attempts = attempts + 1 \
              WHERE id = (SELECT id FROM cuzk_jobs \
                WHERE state = 'queued' OR (state = 'running' AND lease_until_us < $4) \
                ORDER BY priority DESC, submitted_us, id LIMIT 1{lock}) \
@@ -285,6 +289,27 @@ impl JobStore {
              WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
         )
         .bind(error)
+        .bind(id)
+        .bind(lease)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    /// Gives job `id`, claimed by lease token `lease` and never started
+    /// (a job a worker claimed ahead when the daemon stopped), back to the
+    /// queue as it was: its attempt not counted, no start time. False when
+    /// the job is no longer held by `lease`.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn unclaim(&self, id: &str, lease: &str) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
+             ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, started_us = NULL, \
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END \
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+        )
         .bind(id)
         .bind(lease)
         .execute(&self.pool)
@@ -672,6 +697,42 @@ mod tests {
         assert_eq!(j.proof.as_deref(), Some(&[2u8, 3][..]));
         assert_eq!(j.device, Some(-1));
         assert_eq!(j.worker.as_deref(), Some("w"));
+    }
+
+    #[tokio::test]
+    async fn unclaim_returns_a_job_claimed_ahead_as_it_was() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        s.insert(&job("b", Priority::Normal, None), 2)
+            .await
+            .unwrap();
+        let j = s.claim("w", 10, 100, 1).await.unwrap().unwrap();
+        assert_eq!((j.id.as_str(), j.attempts), ("a", 1));
+        let lease = j.lease.unwrap();
+        assert!(s.unclaim("a", &lease).await.unwrap());
+        assert!(!s.unclaim("a", &lease).await.unwrap(), "no longer held");
+        let a = s.get("a").await.unwrap().unwrap();
+        assert_eq!(
+            (a.state, a.attempts, a.started_us),
+            (JobState::Queued, 0, None)
+        );
+        // Still first in line, and its one attempt (max_attempts 1) is
+        // still there.
+        let j = s.claim("w", 20, 100, 1).await.unwrap().unwrap();
+        assert_eq!((j.id.as_str(), j.attempts), ("a", 1));
+        // A job cancelled while claimed ahead ends cancelled.
+        let b = s.claim("w", 30, 100, 1).await.unwrap().unwrap();
+        assert!(
+            !s.cancel("b", 31).await.unwrap().1,
+            "running: on completion"
+        );
+        assert!(s.unclaim("b", b.lease.as_deref().unwrap()).await.unwrap());
+        assert_eq!(
+            s.get("b").await.unwrap().unwrap().state,
+            JobState::Cancelled
+        );
     }
 
     #[tokio::test]

@@ -92,6 +92,10 @@ struct Args {
     /// Check the witness satisfies the constraints before proving.
     #[arg(long)]
     check_witness: bool,
+    /// Stream every base of a streamed witness query, not only those of
+    /// non-zero scalars (`Prover::with_nonzero_streaming(false)`).
+    #[arg(long)]
+    stream_every_base: bool,
     /// sha256: prove the proofs as one batch of partitions (different
     /// preimages), synthesis of the next overlapping the current proof.
     #[arg(long)]
@@ -209,7 +213,8 @@ fn make_prover(args: &Args, pk: ProvingKey, r1cs: Option<Arc<SparseR1cs>>) -> Re
     } else {
         Prover::new(pk)?
     }
-    .with_check_witness(args.check_witness);
+    .with_check_witness(args.check_witness)
+    .with_nonzero_streaming(!args.stream_every_base);
     let (p, pre) = if args.precompute {
         p.with_precomputed_bases()?
     } else {
@@ -327,7 +332,8 @@ fn make_multi(
         memories: memories.clone(),
     };
     let m = MultiGpuProver::with_memories(pk, &memories, args.workers)?
-        .with_check_witness(args.check_witness);
+        .with_check_witness(args.check_witness)
+        .with_nonzero_streaming(!args.stream_every_base);
     let m = match r1cs {
         Some(r) => m.with_r1cs(r)?,
         None => m,
