@@ -1226,8 +1226,8 @@ fn gpu_overlapped_msms_match_cpu() {
     let mem = capped_memory(dev, margin, cap);
     // The key is placed while `room` is held: nothing of it fits.
     let held = mem.budget().try_reserve(room).unwrap();
-    // `on`: the defaults (H's MSM beside the witness MSMs, only the bases
-    // of non-zero scalars streamed); `off`: neither.
+    // `on`: H's MSM beside the witness MSMs and only the bases of non-zero
+    // scalars streamed; `off`: neither.
     let build = |overlap: bool| {
         Prover::with_memory(pk.clone(), mem.clone())
             .unwrap()

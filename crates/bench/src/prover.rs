@@ -34,11 +34,11 @@ const BATCH_IMPL_CAPPED: &str =
 /// the overlap, in the same run.
 const BATCH_IMPL_CAPPED_SERIAL: &str =
     "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, MSMs one after another";
-/// [`BATCH_IMPL_CAPPED`] streaming every base of the witness queries
-/// ([`cuzk_prover::Prover::with_nonzero_streaming`] off): the baseline of
-/// streaming only the non-zero scalars' bases, in the same run.
-const BATCH_IMPL_CAPPED_ALL_BASES: &str =
-    "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, every base streamed";
+/// [`BATCH_IMPL_CAPPED`] streaming only the bases of the witness queries'
+/// non-zero scalars ([`cuzk_prover::Prover::with_nonzero_streaming`] on),
+/// against the default (every base) in the same run.
+const BATCH_IMPL_CAPPED_NONZERO: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers, \
+     16 GiB budget, only non-zero scalars' bases streamed";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
 const GPU_PRECOMPUTED: &str = "cuzk prover, GPU, precomputed bases";
@@ -133,22 +133,22 @@ const BATCHES: [(u32, bool); 5] = [
 const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
 
 /// The batch size (log2 domain, PoRep-shaped) that also gets two rows
-/// under 16 GiB, the baselines of the default: the MSMs one after another,
-/// and every base of the witness queries streamed.
+/// under 16 GiB beside the default's: the MSMs one after another (the
+/// overlap's baseline), and only the non-zero scalars' bases streamed.
 const SERIAL_BATCH: (u32, bool) = (26, true);
 
 /// How a batch row's prover runs its MSMs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BatchMode {
     /// The defaults: H's MSM beside the witness MSMs where it applies,
-    /// only the non-zero scalars' bases streamed.
+    /// every base streamed.
     Default,
     /// The MSMs one after another ([`cuzk_prover::Prover::with_msm_overlap`]
     /// off).
     SerialMsms,
-    /// Every base of the witness queries streamed
-    /// ([`cuzk_prover::Prover::with_nonzero_streaming`] off).
-    AllBases,
+    /// Only the non-zero scalars' bases of the witness queries streamed
+    /// ([`cuzk_prover::Prover::with_nonzero_streaming`] on).
+    NonZeroBases,
 }
 
 /// Batch rows in a `--full` run (progress steps).
@@ -592,7 +592,7 @@ fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
         .collect();
     if (k, porep) == SERIAL_BATCH {
         rows.push((Some(CARD_16_GIB), BatchMode::SerialMsms));
-        rows.push((Some(CARD_16_GIB), BatchMode::AllBases));
+        rows.push((Some(CARD_16_GIB), BatchMode::NonZeroBases));
     }
     rows
 }
@@ -717,15 +717,15 @@ fn batch_label(cap: Option<u64>, mode: BatchMode) -> String {
     match mode {
         BatchMode::Default => budget_name(cap),
         BatchMode::SerialMsms => format!("{}, MSMs one after another", budget_name(cap)),
-        BatchMode::AllBases => format!("{}, every base streamed", budget_name(cap)),
+        BatchMode::NonZeroBases => format!("{}, non-zero bases only", budget_name(cap)),
     }
 }
 
 /// [`BATCH_PARTITIONS`] partitions of `witness` proved by `MultiGpuProver`
 /// with [`BATCH_WORKERS`] workers on GPU 0 under a budget capped at `cap`
 /// (`None`: the whole card, less the default margin), H's MSM beside the
-/// witness MSMs where it applies and only the non-zero scalars' bases
-/// streamed, or as `mode` says otherwise, after one warm-up
+/// witness MSMs where it applies and every base streamed, or as `mode`
+/// says otherwise, after one warm-up
 /// proof; partition 0 takes `job`'s r and s, the others their own. Records
 /// the time per partition as a figure and the batch (throughput, GPU busy
 /// fraction, memory peaks), and checks partition 0's proof against `ours`
@@ -783,7 +783,7 @@ fn batch(
     let multi =
         cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?
             .with_msm_overlap(mode != BatchMode::SerialMsms)
-            .with_nonzero_streaming(mode != BatchMode::AllBases)
+            .with_nonzero_streaming(mode == BatchMode::NonZeroBases)
             .with_r1cs(r1cs.clone())?;
     let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
         .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
@@ -841,7 +841,7 @@ fn batch(
         (None, _) => BATCH_IMPL,
         (Some(_), BatchMode::Default) => BATCH_IMPL_CAPPED,
         (Some(_), BatchMode::SerialMsms) => BATCH_IMPL_CAPPED_SERIAL,
-        (Some(_), BatchMode::AllBases) => BATCH_IMPL_CAPPED_ALL_BASES,
+        (Some(_), BatchMode::NonZeroBases) => BATCH_IMPL_CAPPED_NONZERO,
     };
     rec.figure(
         LAYER,
@@ -1069,7 +1069,7 @@ mod tests {
             ];
             if (k, porep) == SERIAL_BATCH {
                 want.push((Some(16 << 30), BatchMode::SerialMsms));
-                want.push((Some(16 << 30), BatchMode::AllBases));
+                want.push((Some(16 << 30), BatchMode::NonZeroBases));
             }
             assert_eq!(full(k, porep), want, "2^{k} porep {porep}");
         }

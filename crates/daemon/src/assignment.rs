@@ -176,8 +176,29 @@ impl Assignment {
 /// modulus (naming the lowest such index, counted within its section);
 /// [`Error::Io`] naming the path when it cannot be opened or read.
 pub fn read_full_file(path: &Path) -> Result<(Vec<Fr>, usize)> {
+    read_full_file_with(path, zeroed)
+}
+
+/// [`read_full_file`] into a buffer that `make(n)` gives for the `n`
+/// elements of the full assignment (say, page-locked memory that the GPU
+/// copies by DMA); every element of it is written.
+///
+/// # Errors
+/// As [`read_full_file`]; [`Error::Internal`] when `make(n)` gives a
+/// buffer of another length.
+pub fn read_full_file_with<B: std::ops::DerefMut<Target = [Fr]>>(
+    path: &Path,
+    make: impl FnOnce(usize) -> B,
+) -> Result<(B, usize)> {
     let file = BodyFile::open(path)?;
-    let mut z = zeroed(1 + file.complete);
+    let n = 1 + file.complete;
+    let mut z = make(n);
+    if z.len() != n {
+        return Err(Error::Internal(format!(
+            "a buffer of {} elements for an assignment of {n}",
+            z.len()
+        )));
+    }
     z[0] = Fr::ONE;
     let bad = file.decode(0, &mut z[1..])?;
     file.verdict(bad)?;
@@ -330,7 +351,7 @@ impl<'a> BodyFile<'a> {
 
 /// `n` zeros, written in parallel (the pages of a large vector are touched
 /// by rayon's threads, not one).
-fn zeroed(n: usize) -> Vec<Fr> {
+pub(crate) fn zeroed(n: usize) -> Vec<Fr> {
     let mut v = Vec::with_capacity(n);
     v.par_extend(rayon::iter::repeat_n(Fr::ZERO, n));
     v

@@ -17,6 +17,7 @@ use crate::tls::ServerTls;
 use crate::{now_us, pb, AuthToken, Config, Error, Result};
 use ark_ff::UniformRand;
 use ark_serialize::CanonicalSerialize;
+use cuzk_alloc::PinnedBuffer;
 use cuzk_prover::{Fr, ProofJob};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -155,6 +156,8 @@ pub struct Engine {
     /// start.
     tls: Option<ServerTls>,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Page-locked buffers for the assignments of GPU lanes' jobs.
+    pinned: PinnedPool,
     /// The data directory's lock, held while the engine lives.
     _lock: std::fs::File,
 }
@@ -266,6 +269,11 @@ impl Engine {
             auth_token,
             tls,
             workers: Mutex::new(Vec::new()),
+            pinned: PinnedPool::new(
+                matches!(lanes, Lanes::Gpu(_)),
+                // A worker's current job and the one it loads ahead.
+                2 * lanes.len() * config.gpu_workers_per_device,
+            ),
             _lock: lock,
             config,
         });
@@ -878,13 +886,14 @@ impl Engine {
             .map_err(Fault::Daemon)?;
         let t = Instant::now();
         let (z, num_inputs) =
-            assignment::read_full_file(Path::new(&job.payload_path)).map_err(|e| match e {
-                // A payload this host cannot open is this host's problem
-                // (another daemon of the cluster may see it); one that does
-                // not decode is the job's.
-                Error::Io { .. } => Fault::Daemon(e),
-                other => Fault::Job(other),
-            })?;
+            assignment::read_full_file_with(Path::new(&job.payload_path), |n| self.pinned.take(n))
+                .map_err(|e| match e {
+                    // A payload this host cannot open is this host's problem
+                    // (another daemon of the cluster may see it); one that does
+                    // not decode is the job's.
+                    Error::Io { .. } => Fault::Daemon(e),
+                    other => Fault::Job(other),
+                })?;
         if num_inputs != circuit.num_inputs || z.len() != circuit.num_variables {
             return Err(Fault::Job(Error::InvalidArgument(format!(
                 "assignment of {} public inputs and {} witness values; circuit `{}` takes {} and {}",
@@ -928,6 +937,7 @@ impl Engine {
             stats.busy_since_us.store(now_us() as u64, Ordering::SeqCst);
         }
         let r = circuit.prover.prove_on(lane, &pj);
+        self.pinned.give(z);
         if stats.busy_workers.fetch_sub(1, Ordering::SeqCst) == 1 {
             let since = stats.busy_since_us.load(Ordering::SeqCst);
             stats
@@ -1065,9 +1075,108 @@ struct Claimed {
 /// A job's circuit, held in use, and its full assignment.
 struct Loaded {
     circuit: crate::circuits::CircuitUse,
-    z: Vec<Fr>,
+    z: FullAssignment,
     num_inputs: usize,
     load_ms: f64,
+}
+
+/// A job's full assignment: in page-locked memory from the engine's
+/// [`PinnedPool`] where it could be had (the prover then copies it to the
+/// GPU by DMA, without its own pinned copy), else in a vector.
+enum FullAssignment {
+    Pinned(PinnedBuffer<Fr>),
+    Plain(Vec<Fr>),
+}
+
+impl std::ops::Deref for FullAssignment {
+    type Target = [Fr];
+    fn deref(&self) -> &[Fr] {
+        match self {
+            FullAssignment::Pinned(b) => b,
+            FullAssignment::Plain(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for FullAssignment {
+    fn deref_mut(&mut self) -> &mut [Fr] {
+        match self {
+            FullAssignment::Pinned(b) => b,
+            FullAssignment::Plain(v) => v,
+        }
+    }
+}
+
+/// Page-locked buffers for assignments, kept for jobs of the same size
+/// (at most `keep` of them): allocating and page-locking an assignment of
+/// 2^24 to 2^27 elements (0.5 to 4 GiB) for every job would cost more
+/// than its proof's copy saves.
+struct PinnedPool {
+    /// Whether to try: GPU lanes, and pinned memory could be had so far.
+    enabled: AtomicBool,
+    keep: usize,
+    free: Mutex<Vec<PinnedBuffer<Fr>>>,
+}
+
+impl std::fmt::Debug for PinnedPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.free.lock().map(|v| v.len()).unwrap_or(0);
+        f.debug_struct("PinnedPool")
+            .field("enabled", &self.enabled.load(Ordering::Relaxed))
+            .field("keep", &self.keep)
+            .field("kept", &kept)
+            .finish()
+    }
+}
+
+impl PinnedPool {
+    fn new(enabled: bool, keep: usize) -> Self {
+        PinnedPool {
+            enabled: AtomicBool::new(enabled),
+            keep,
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A buffer of `n` elements (contents unspecified): a kept one of that
+    /// length, a new page-locked one, or, where pinned memory cannot be
+    /// had (no GPU, or it ran out: not tried again), a vector.
+    fn take(&self, n: usize) -> FullAssignment {
+        if self.enabled.load(Ordering::Relaxed) {
+            let kept = {
+                let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+                free.iter()
+                    .position(|b| b.len() == n)
+                    .map(|i| free.swap_remove(i))
+            };
+            if let Some(b) = kept {
+                return FullAssignment::Pinned(b);
+            }
+            match PinnedBuffer::new(n) {
+                Ok(b) => return FullAssignment::Pinned(b),
+                Err(e) => {
+                    tracing::info!(
+                        "no page-locked memory for an assignment of {n} elements ({e}); \
+                         assignments are read into pageable memory from now on"
+                    );
+                    self.enabled.store(false, Ordering::Relaxed);
+                }
+            }
+        }
+        FullAssignment::Plain(assignment::zeroed(n))
+    }
+
+    /// Keeps a page-locked buffer for a later job (the oldest kept one
+    /// goes when `keep` are kept).
+    fn give(&self, z: FullAssignment) {
+        if let FullAssignment::Pinned(b) = z {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            free.push(b);
+            if free.len() > self.keep {
+                free.remove(0);
+            }
+        }
+    }
 }
 
 /// Who is at fault when a proof fails: the job (its assignment: the job

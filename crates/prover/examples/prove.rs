@@ -92,10 +92,10 @@ struct Args {
     /// Check the witness satisfies the constraints before proving.
     #[arg(long)]
     check_witness: bool,
-    /// Stream every base of a streamed witness query, not only those of
-    /// non-zero scalars (`Prover::with_nonzero_streaming(false)`).
+    /// Stream only the bases of non-zero scalars of a streamed witness
+    /// query (`Prover::with_nonzero_streaming(true)`; default: every base).
     #[arg(long)]
-    stream_every_base: bool,
+    stream_nonzero_bases: bool,
     /// sha256: prove the proofs as one batch of partitions (different
     /// preimages), synthesis of the next overlapping the current proof.
     #[arg(long)]
@@ -214,7 +214,7 @@ fn make_prover(args: &Args, pk: ProvingKey, r1cs: Option<Arc<SparseR1cs>>) -> Re
         Prover::new(pk)?
     }
     .with_check_witness(args.check_witness)
-    .with_nonzero_streaming(!args.stream_every_base);
+    .with_nonzero_streaming(args.stream_nonzero_bases);
     let (p, pre) = if args.precompute {
         p.with_precomputed_bases()?
     } else {
@@ -333,7 +333,7 @@ fn make_multi(
     };
     let m = MultiGpuProver::with_memories(pk, &memories, args.workers)?
         .with_check_witness(args.check_witness)
-        .with_nonzero_streaming(!args.stream_every_base);
+        .with_nonzero_streaming(args.stream_nonzero_bases);
     let m = match r1cs {
         Some(r) => m.with_r1cs(r)?,
         None => m,

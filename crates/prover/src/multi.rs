@@ -316,7 +316,7 @@ impl MultiGpuProver {
 
     /// The same prover streaming only the bases of non-zero scalars on
     /// every lane, or every base (see [`Prover::with_nonzero_streaming`];
-    /// default: only the non-zero ones).
+    /// default: every base).
     pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
         for l in &mut self.lanes {
             l.prover.nonzero_streaming = nonzero;

@@ -353,7 +353,7 @@ impl Prover {
             l,
             check_witness: false,
             overlap_msms: true,
-            nonzero_streaming: true,
+            nonzero_streaming: false,
         };
         if prover.gpu.is_some() {
             tracing::info!(
@@ -479,8 +479,8 @@ impl Prover {
 
     /// The same prover streaming, for each witness query whose bases
     /// stream from host memory (A, B in G1 and G2, L), only the bases of
-    /// the proof's non-zero scalars, or every base (default: only the
-    /// non-zero ones). It applies on the GPU to proofs evaluated there
+    /// the proof's non-zero scalars, or every base (default: every base).
+    /// It applies on the GPU to proofs evaluated there
     /// ([`Prover::with_r1cs`]) whose scalars of that query are at least an
     /// eighth zero: a witness of bits, about 58% zeros in the SHA-256
     /// chain, sends that much less of the key over PCIe. The proof's CPU
@@ -492,6 +492,13 @@ impl Prover {
     /// the same either way; [`ProofTimings::streamed_bytes`] counts the
     /// bases' bytes sent (an MSM that, short of device memory, falls back
     /// to host scalars sends every base, not counted there).
+    ///
+    /// It pays only where the host gathers records faster than about the
+    /// link's speed times the non-zero fraction: on a 16-core H100 host
+    /// (BENCHMARKS.md, session 24) a 16 GiB PoRep-shaped 2^26 batch took
+    /// 1.011 s a partition with it and 0.984 s without, the gather (about
+    /// 8 GB/s beside the other worker's CPU stage) slower than sending
+    /// every base by DMA.
     pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
         self.nonzero_streaming = nonzero;
         self
@@ -791,7 +798,11 @@ impl Prover {
         let abc = match (self.evaluates_on_gpu(job), &self.r1cs) {
             (true, Some(r)) => {
                 r.check_assignment(job.full_assignment.len(), job.num_inputs, log_n)?;
-                z_pinned = self.gpu.as_ref().and_then(|g| g.pin(job.full_assignment));
+                // An assignment already in page-locked memory (a caller's
+                // pinned buffer) goes up from there by DMA.
+                if !cuzk_alloc::is_page_locked(job.full_assignment).unwrap_or(false) {
+                    z_pinned = self.gpu.as_ref().and_then(|g| g.pin(job.full_assignment));
+                }
                 None
             }
             _ => Some(self.evaluate_on_cpu(job, log_n, self.check_witness)?),
