@@ -5,10 +5,12 @@
 #      PoRep-shaped partitions of 2^K with WORKERS workers;
 #   2. cuzk-daemon with WORKERS workers a GPU, fed the same number of jobs of
 #      the same shape by the CLI (submitted by path, then awaited): jobs/s,
-#      and the ratio to (1). Both figures count from the first submission
+#      and the ratio to (1). Both follow warm-ups (the prover's: one proof
+#      a worker; the daemon's: two jobs a worker, the one it proves and the
+#      one it loads ahead). The daemon's counts from the first submission
 #      to the last proof, so the first job's load (read and decode of its
-#      assignment) is in the daemon's; RATE_JOBS (default 30) makes them
-#      steady-state figures. The jobs cycle over JOBS witness files;
+#      assignment) is in it; RATE_JOBS (default 30) makes both figures
+#      nearer steady state. The jobs cycle over JOBS witness files;
 #   3. SIGKILL mid-batch and a restart: every accepted job completes (each
 #      awaited proof is written);
 #   4. SIGTERM: the daemon exits and the GPU's memory in use returns to its
@@ -80,10 +82,15 @@ submit() { # job number -> job id (the witness files in turn)
 # 2. Throughput through the daemon.
 start_daemon
 "$BIN/cuzk" --addr "$ADDR" preload "$CIRCUIT" >> "$OUT/client.log" 2>&1 || fail "preload"
-# One warm-up job (first-use costs: tables, pools).
-w=$(submit 0) || fail "submit (warm-up)"
-"$BIN/cuzk" --addr "$ADDR" await "$w" --out "$DATA/warm.bin" >> "$OUT/client.log" 2>&1 \
-    || fail "await (warm-up)"
+# Warm-up jobs, two a worker at once (first-use costs: tables, each
+# worker's pinned buffers for the job it proves and the one it loads
+# ahead), as the prover's batch warms up one proof a worker.
+warm=()
+for i in $(seq 0 $((2 * WORKERS - 1))); do warm+=("$(submit "$i")") || fail "submit (warm-up)"; done
+for w in "${warm[@]}"; do
+    "$BIN/cuzk" --addr "$ADDR" await "$w" --out "$DATA/warm.bin" >> "$OUT/client.log" 2>&1 \
+        || fail "await (warm-up)"
+done
 t0=$(now)
 ids=()
 for i in $(seq 0 $((RATE_JOBS - 1))); do ids+=("$(submit "$i")") || fail "submit $i"; done
