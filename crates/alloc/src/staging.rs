@@ -199,29 +199,62 @@ impl Staging {
             return dst.copy_from_host(src);
         }
         let src = as_bytes(src);
+        let chunk = self.chunk;
+        let lens: Vec<usize> = src.chunks(chunk).map(<[u8]>::len).collect();
+        self.upload_rounds(dst, &lens, |pool, buf, k| {
+            par_copy(pool, buf, &src[k * chunk..k * chunk + buf.len()]);
+        })
+    }
+
+    /// Fills `dst` from its start in rounds of `lens[k]` bytes (each at
+    /// most a chunk): `fill(pool, buf, k)` writes round k's bytes into a
+    /// pinned buffer on the staging's threads while the copy engine moves
+    /// round k - 1's from the other one. Waits for the work queued on
+    /// `dst`'s stream first, and for the last copy before returning.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the rounds pass `dst` or a chunk;
+    /// CUDA errors of the copies and synchronizes.
+    fn upload_rounds<T: DeviceRepr>(
+        &mut self,
+        dst: &DeviceBuffer<T>,
+        lens: &[usize],
+        mut fill: impl FnMut(&rayon::ThreadPool, &mut [u8], usize),
+    ) -> Result<()> {
+        let total: usize = lens.iter().sum();
+        if total as u64 > dst.bytes || lens.iter().any(|&l| l > self.chunk) {
+            return Err(Error::InvalidArgument(format!(
+                "Staging: {total} bytes in rounds of up to {} into a buffer of {} bytes, chunks \
+                 of {}",
+                lens.iter().max().unwrap_or(&0),
+                dst.bytes,
+                self.chunk
+            )));
+        }
         let stream = dst.stream.clone();
-        let mut i = 0;
-        for (k, piece) in src.chunks(self.chunk).enumerate() {
+        let mut at = 0;
+        for (k, &len) in lens.iter().enumerate() {
             let buf = &mut self.bufs[k % 2];
-            // The copy engine may still be moving chunk k-1 (other buffer);
-            // buffer k % 2 was released by the synchronize of round k-1.
-            par_copy(&self.pool, &mut buf[..piece.len()], piece);
+            // The copy engine may still be moving round k - 1 (other
+            // buffer); buffer k % 2 was released by the synchronize of
+            // round k - 1.
+            fill(&self.pool, &mut buf[..len], k);
             stream.synchronize()?;
-            // SAFETY: `dst` holds src.len() bytes and i + piece.len() is at
-            // most that, so the device address stays inside its allocation;
-            // the pinned buffer holds `piece.len()` bytes and is not written
-            // again before the synchronize of the next round (or the final
-            // one) has waited for this copy.
+            // SAFETY: the rounds add up to at most `dst`'s bytes (checked
+            // above), so the device address stays inside its allocation;
+            // the pinned buffer holds `len` bytes and is not written again
+            // before the synchronize of the next round (or the final one)
+            // has waited for this copy.
             check(unsafe {
                 sys::cuzk_memcpy_async(
                     dst.memory.device(),
-                    dst.ptr.0.cast::<u8>().wrapping_add(i).cast(),
+                    dst.ptr.0.cast::<u8>().wrapping_add(at).cast(),
                     buf.as_ptr().cast(),
-                    piece.len() as u64,
+                    len as u64,
                     stream.as_raw(),
                 )
             })?;
-            i += piece.len();
+            at += len;
         }
         stream.synchronize()
     }
@@ -268,31 +301,14 @@ impl Staging {
             )));
         }
         let src = as_bytes(src);
-        let stream = dst.stream.clone();
-        let mut at = 0;
-        for (k, ix) in indices.chunks(per_chunk).enumerate() {
-            let len = ix.len() * record_bytes;
-            let buf = &mut self.bufs[k % 2];
-            // As in `upload`: buffer k % 2 was released by the synchronize
-            // of round k - 1.
-            par_gather(&self.pool, &mut buf[..len], src, record_bytes, ix);
-            stream.synchronize()?;
-            // SAFETY: `dst` holds indices.len() * record_bytes bytes and
-            // at + len is at most that; the pinned buffer holds `len` bytes
-            // and is not written again before the next round's (or the
-            // final) synchronize has waited for this copy.
-            check(unsafe {
-                sys::cuzk_memcpy_async(
-                    dst.memory.device(),
-                    dst.ptr.0.cast::<u8>().wrapping_add(at).cast(),
-                    buf.as_ptr().cast(),
-                    len as u64,
-                    stream.as_raw(),
-                )
-            })?;
-            at += len;
-        }
-        stream.synchronize()
+        let lens: Vec<usize> = indices
+            .chunks(per_chunk)
+            .map(|ix| ix.len() * record_bytes)
+            .collect();
+        self.upload_rounds(dst, &lens, |pool, buf, k| {
+            let ix = &indices[k * per_chunk..k * per_chunk + buf.len() / record_bytes];
+            par_gather(pool, buf, src, record_bytes, ix);
+        })
     }
 
     /// Copies `src` into `dst` (elements; equal lengths), on `src`'s

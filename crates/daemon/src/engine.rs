@@ -534,16 +534,26 @@ impl Engine {
         Ok(job.state)
     }
 
-    /// Loads circuit `id` now (on a blocking thread).
+    /// Loads circuit `id` now (on a blocking thread) and, on GPU lanes,
+    /// page-locks the workers' buffers for its assignments (two a worker:
+    /// the job it proves and the one it loads ahead; 2.4 GiB each for a
+    /// PoRep-shaped 2^27 circuit), so that its first jobs wait for
+    /// neither.
     ///
     /// # Errors
     /// As `Registry::load`.
     pub async fn preload(self: &Arc<Self>, id: &str) -> Result<pb::LoadedKey> {
         let e = self.clone();
         let id = id.to_string();
-        let c = tokio::task::spawn_blocking(move || e.registry.load(&id))
-            .await
-            .map_err(|e| Error::Internal(format!("key loading task: {e}")))??;
+        let c = tokio::task::spawn_blocking(move || {
+            let c = e.registry.load(&id)?;
+            // The workers' page-locked buffers for this circuit's
+            // assignments, so that its first jobs do not wait for them.
+            e.pinned.fill(c.num_variables);
+            Ok::<_, Error>(c)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("key loading task: {e}")))??;
         Ok(loaded_key(&c))
     }
 
@@ -1164,6 +1174,33 @@ impl PinnedPool {
             }
         }
         FullAssignment::Plain(assignment::zeroed(n))
+    }
+
+    /// Makes the kept buffers `keep` buffers of `n` elements (others
+    /// dropped), as far as pinned memory allows: what preloading a key
+    /// does for the assignments of its circuit.
+    fn fill(&self, n: usize) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let have = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            free.retain(|b| b.len() == n);
+            free.len()
+        };
+        for kept in have..self.keep {
+            match PinnedBuffer::new(n) {
+                Ok(b) => self.give(FullAssignment::Pinned(b)),
+                Err(e) => {
+                    tracing::info!(
+                        "page-locked buffers for assignments of {n} elements: {kept} of {} \
+                         ({e})",
+                        self.keep
+                    );
+                    return;
+                }
+            }
+        }
     }
 
     /// Keeps a page-locked buffer for a later job (the oldest kept one

@@ -114,16 +114,7 @@ impl GpuMsm {
                 bases.len()
             )));
         }
-        let first = range.start;
-        self.stream(&bases[..n], None, |g, chunk, at| {
-            g.run_device::<P>(
-                chunk,
-                at.len(),
-                None,
-                scalars,
-                first + at.start..first + at.end,
-            )
-        })
+        self.stream_device(&bases[..n], None, scalars, range.start)
     }
 
     /// `sum_j scalars[range.start + j] * bases[indices[j]]` for j <
@@ -157,8 +148,19 @@ impl GpuMsm {
                 range.len()
             )));
         }
-        let first = range.start;
-        self.stream(bases, Some(indices), |g, chunk, at| {
+        self.stream_device(bases, Some(indices), scalars, range.start)
+    }
+
+    /// [`GpuMsm::stream`] of `bases` (or the bases `indices` of them)
+    /// against the device scalars from `first` on, one a streamed base.
+    fn stream_device<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        indices: Option<&[u32]>,
+        scalars: &DeviceBuffer<Fr>,
+        first: usize,
+    ) -> Result<Projective<P>> {
+        self.stream(bases, indices, |g, chunk, at| {
             g.run_device::<P>(
                 chunk,
                 at.len(),

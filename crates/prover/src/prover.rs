@@ -493,12 +493,10 @@ impl Prover {
     /// bases' bytes sent (an MSM that, short of device memory, falls back
     /// to host scalars sends every base, not counted there).
     ///
-    /// It pays only where the host gathers records faster than about the
-    /// link's speed times the non-zero fraction: on a 16-core H100 host
-    /// (BENCHMARKS.md, session 24) a 16 GiB PoRep-shaped 2^26 batch took
-    /// 1.011 s a partition with it and 0.984 s without, the gather (about
-    /// 8 GB/s beside the other worker's CPU stage) slower than sending
-    /// every base by DMA.
+    /// It pays only where the host gathers records faster than the link's
+    /// speed times the non-zero fraction; on a 16-core host beside a
+    /// second worker's CPU stage it did not (BENCHMARKS.md has the
+    /// figures), hence the default.
     pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
         self.nonzero_streaming = nonzero;
         self
