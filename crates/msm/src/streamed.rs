@@ -9,6 +9,7 @@ use crate::{Error, Fr, MsmCurve, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use cuzk_alloc::DeviceBuffer;
 use std::ops::Range;
+use std::time::Duration;
 
 /// Points a chunk of a streamed MSM of `n` points of `point_bytes` bytes
 /// with `available` bytes of device memory: the largest `ceil(n / 2^j)`,
@@ -230,7 +231,14 @@ impl GpuMsm {
             },
             share: self.share.clone(),
         };
+        // Where the time goes (a `cuzk_msm` debug event an MSM): the
+        // first chunk's copy, the chunks' MSMs, and the waits after an MSM
+        // for the next chunk's copy (the copies are the limit when these
+        // are long, the kernels when they are near zero).
+        let started = std::time::Instant::now();
         let mut current = copy(alloc(&ranges[0])?, ranges[0].clone())?;
+        let first_copy = started.elapsed();
+        let (mut msm_time, mut wait_time) = (Duration::ZERO, Duration::ZERO);
         let mut total = Projective::<P>::default();
         for (i, r) in ranges.iter().enumerate() {
             let next_buf = ranges.get(i + 1).map(alloc).transpose()?;
@@ -241,12 +249,16 @@ impl GpuMsm {
                 let next = next_buf
                     .zip(ranges.get(i + 1))
                     .map(|(b, nr)| s.spawn(move || copy(b, nr.clone())));
+                let t = std::time::Instant::now();
                 let sum = run(&chunk_engine, current.as_ptr(), r.clone());
+                msm_time += t.elapsed();
+                let t = std::time::Instant::now();
                 let next = next.map(|h| {
                     h.join().unwrap_or_else(|_| {
                         Err(Error::Internal("a streamed chunk's upload panicked".into()))
                     })
                 });
+                wait_time += t.elapsed();
                 (sum, next)
             });
             total += sum?;
@@ -254,6 +266,18 @@ impl GpuMsm {
                 current = b?;
             }
         }
+        tracing::debug!(
+            target: "cuzk_msm",
+            curve = P::NAME,
+            points = n,
+            chunks = ranges.len(),
+            gathered = indices.is_some(),
+            total_ms = started.elapsed().as_secs_f64() * 1e3,
+            first_copy_ms = first_copy.as_secs_f64() * 1e3,
+            msm_ms = msm_time.as_secs_f64() * 1e3,
+            wait_for_copy_ms = wait_time.as_secs_f64() * 1e3,
+            "streamed MSM"
+        );
         Ok(total)
     }
 }
