@@ -215,17 +215,6 @@ cuzk_status cuzk_host_is_page_locked(const void* ptr, uint64_t bytes, int32_t* o
     });
 }
 
-cuzk_status cuzk_stream_create(int32_t device, void** stream) {
-    return guard("cuzk_stream_create", [&]() -> cuzk_status {
-        CUZK_NEED(stream, "cuzk_stream_create: null out-pointer");
-        CUZK_CUDA_TRY(cudaSetDevice(device));
-        cudaStream_t s = nullptr;
-        CUZK_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-        *stream = (void*)s;
-        return ok();
-    });
-}
-
 cuzk_status cuzk_stream_create_priority(int32_t device, int32_t high, void** stream) {
     return guard("cuzk_stream_create_priority", [&]() -> cuzk_status {
         CUZK_NEED(stream, "cuzk_stream_create_priority: null out-pointer");

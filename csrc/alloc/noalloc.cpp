@@ -23,7 +23,6 @@ cuzk_status cuzk_host_free(void*) { return cuzk::no_cuda_build("cuzk_host_free")
 cuzk_status cuzk_host_register(void*, uint64_t) { return cuzk::no_cuda_build("cuzk_host_register"); }
 cuzk_status cuzk_host_unregister(void*) { return cuzk::no_cuda_build("cuzk_host_unregister"); }
 cuzk_status cuzk_host_is_page_locked(const void*, uint64_t, int32_t*) { return cuzk::no_cuda_build("cuzk_host_is_page_locked"); }
-cuzk_status cuzk_stream_create(int32_t, void**) { return cuzk::no_cuda_build("cuzk_stream_create"); }
 cuzk_status cuzk_stream_create_priority(int32_t, int32_t, void**) { return cuzk::no_cuda_build("cuzk_stream_create_priority"); }
 cuzk_status cuzk_stream_destroy(int32_t, void*) { return cuzk::no_cuda_build("cuzk_stream_destroy"); }
 cuzk_status cuzk_stream_synchronize(int32_t, void*) { return cuzk::no_cuda_build("cuzk_stream_synchronize"); }

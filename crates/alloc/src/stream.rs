@@ -23,8 +23,8 @@ struct StreamInner {
 impl Drop for StreamInner {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: the stream was created by cuzk_stream_create_priority and is
-            // destroyed once; CUDA lets pending work finish.
+            // SAFETY: the stream was created by cuzk_stream_create_priority
+            // and is destroyed once; CUDA lets pending work finish.
             let _ = check(unsafe { sys::cuzk_stream_destroy(self.device, self.raw.0) });
         }
     }

@@ -130,9 +130,6 @@ unsafe extern "C" {
     ) -> cuzk_status;
 }
 unsafe extern "C" {
-    pub fn cuzk_stream_create(device: i32, stream: *mut *mut ::core::ffi::c_void) -> cuzk_status;
-}
-unsafe extern "C" {
     pub fn cuzk_stream_create_priority(
         device: i32,
         high: i32,

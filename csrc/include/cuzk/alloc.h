@@ -70,13 +70,11 @@ cuzk_status cuzk_host_unregister(void* ptr);
  * No device, or a CUDA-less build, is an error. */
 cuzk_status cuzk_host_is_page_locked(const void* ptr, uint64_t bytes, int32_t* out);
 
-/* Streams: a non-blocking stream on `device`, its destruction, and
- * cudaStreamSynchronize; cudaDeviceSynchronize on `device`.
- * cuzk_stream_create_priority: the same with the device's greatest
- * scheduling priority when `high` is nonzero, else its least (the default
- * of cuzk_stream_create): where kernels of several streams wait for the
- * SMs, blocks of a high-priority stream's kernels start first. */
-cuzk_status cuzk_stream_create(int32_t device, void** stream);
+/* Streams: a non-blocking stream on `device` with the device's greatest
+ * scheduling priority when `high` is nonzero, else its least (CUDA's
+ * default): where kernels of several streams wait for the SMs, blocks of a
+ * high-priority stream's kernels start first; its destruction, and
+ * cudaStreamSynchronize; cudaDeviceSynchronize on `device`. */
 cuzk_status cuzk_stream_create_priority(int32_t device, int32_t high, void** stream);
 cuzk_status cuzk_stream_destroy(int32_t device, void* stream);
 cuzk_status cuzk_stream_synchronize(int32_t device, void* stream);
