@@ -120,16 +120,19 @@ impl Prover {
         );
         let _g = span.enter();
         let check = self.check_witness;
-        let prepare = |j: J| -> Result<(J::Witness, Prepared)> {
+        // A job prepared while the one before is on the GPU pins its
+        // assignment; the first, and every job when not pipelined, starts
+        // its GPU stage at once and does not.
+        let prepare = |j: J, pin: bool| -> Result<(J::Witness, Prepared)> {
             let w = j.synthesize(check)?;
-            let p = self.prepare(&J::job(&w), J::synthesis_ms(&w))?;
+            let p = self.prepare(&J::job(&w), J::synthesis_ms(&w), pin)?;
             Ok((w, p))
         };
         if !pipelined || jobs.len() < 2 {
             return jobs
                 .into_iter()
                 .map(|j| {
-                    let (w, p) = prepare(j)?;
+                    let (w, p) = prepare(j, false)?;
                     self.finish(&J::job(&w), p)
                 })
                 .collect();
@@ -138,8 +141,8 @@ impl Prover {
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(J::Witness, Prepared)>>(1);
             scope.spawn(move || {
-                for j in jobs {
-                    if tx.send(prepare(j)).is_err() {
+                for (i, j) in jobs.into_iter().enumerate() {
+                    if tx.send(prepare(j, i > 0)).is_err() {
                         break;
                     }
                 }

@@ -138,6 +138,25 @@ impl DeviceR1cs {
         copy: usize,
         stream: &Stream,
     ) -> Result<()> {
+        z.stream().synchronize()?;
+        self.evaluate_beside(k, z, out, copy, stream)
+    }
+
+    /// As [`DeviceR1cs::evaluate`] for a `z` already written (its stream
+    /// synchronized since its last write): `z`'s stream is not waited for,
+    /// so that the evaluation, on a `stream` of its own, runs beside other
+    /// work queued there (the NTTs of a vector evaluated before).
+    ///
+    /// # Errors
+    /// As [`DeviceR1cs::evaluate`].
+    pub(crate) fn evaluate_beside(
+        &self,
+        k: usize,
+        z: &DeviceBuffer<Fr>,
+        out: &mut DeviceBuffer<Fr>,
+        copy: usize,
+        stream: &Stream,
+    ) -> Result<()> {
         let nc = self.sparse.num_constraints();
         let dev = self.mem.device();
         if z.len() < self.sparse.num_variables() || z.len() < copy || nc + copy > out.len() {
@@ -157,7 +176,6 @@ impl DeviceR1cs {
                 )));
             }
         }
-        z.stream().synchronize()?;
         out.stream().synchronize()?;
         let mut bad = self.mem.alloc::<u32>(1, Strategy::Async, stream, None)?;
         bad.copy_from_host(&[0])?;

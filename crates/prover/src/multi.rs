@@ -89,10 +89,22 @@ impl Lane {
         })
     }
 
-    /// One proof: the CPU stage, then the GPU stage once admitted.
+    /// One proof: the CPU stage, then the GPU stage once admitted. A proof
+    /// that the GPU evaluates and that the gate admits at once (no other
+    /// proof in the lane's GPU stage, as at a batch's start) goes straight
+    /// to the GPU without pinning its assignment first: nothing would
+    /// overlap that copy.
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration) -> Result<MultiProof> {
-        let prepared = self.prover.prepare(job, 0.0)?;
-        let _admitted = self.gate.reserve_wait(self.ticket, timeout)?;
+        let now = if self.prover.evaluates_on_gpu(job) {
+            self.gate.try_reserve(self.ticket).ok()
+        } else {
+            None
+        };
+        let prepared = self.prover.prepare(job, 0.0, now.is_none())?;
+        let _admitted = match now {
+            Some(admitted) => admitted,
+            None => self.gate.reserve_wait(self.ticket, timeout)?,
+        };
         let (proof, timings) = self.prover.finish(job, prepared)?;
         Ok((proof, timings, self.device))
     }

@@ -609,7 +609,7 @@ impl Prover {
     /// Whether `job` is evaluated on the GPU: this prover holds its R1CS
     /// (the same matrices, by reference) on a GPU and the witness check is
     /// off.
-    fn evaluates_on_gpu(&self, job: &ProofJob<'_>) -> bool {
+    pub(crate) fn evaluates_on_gpu(&self, job: &ProofJob<'_>) -> bool {
         !self.check_witness
             && self
                 .device_r1cs
@@ -692,7 +692,7 @@ impl Prover {
         let r = Fr::rand(rng);
         let s = Fr::rand(rng);
         let job = w.job(r, s);
-        let prepared = self.prepare(&job, w.synthesis_ms)?;
+        let prepared = self.prepare(&job, w.synthesis_ms, false)?;
         self.finish(&job, prepared)
     }
 
@@ -710,7 +710,7 @@ impl Prover {
     /// assignment, or (with the witness check) when a constraint is not
     /// satisfied; GPU errors ([`Error::OutOfMemory`], CUDA errors).
     pub fn prove_job(&self, job: &ProofJob<'_>) -> Result<(Proof, ProofTimings)> {
-        let prepared = self.prepare(job, 0.0)?;
+        let prepared = self.prepare(job, 0.0, false)?;
         self.finish(job, prepared)
     }
 
@@ -789,7 +789,18 @@ impl Prover {
     /// The CPU stage of a proof: checks the job against the key and
     /// evaluates `A z`, `B z`, `C z`. `witness_ms` is the job's synthesis
     /// time (zero when it came synthesized), kept in the timings.
-    pub(crate) fn prepare(&self, job: &ProofJob<'_>, witness_ms: f64) -> Result<Prepared> {
+    ///
+    /// `pin`: where the GPU evaluates, copy the assignment into a pinned
+    /// buffer now, so that the GPU stage uploads it by DMA alone. That pays
+    /// when this stage runs while another proof holds the GPU; a proof
+    /// whose GPU stage can start at once passes `false` and uploads through
+    /// the staged copies instead, whose host copies overlap the DMA.
+    pub(crate) fn prepare(
+        &self,
+        job: &ProofJob<'_>,
+        witness_ms: f64,
+        pin: bool,
+    ) -> Result<Prepared> {
         let log_n = self.check_job(job)?;
         let t0 = Instant::now();
         let mut z_pinned = None;
@@ -798,7 +809,7 @@ impl Prover {
                 r.check_assignment(job.full_assignment.len(), job.num_inputs, log_n)?;
                 // An assignment already in page-locked memory (a caller's
                 // pinned buffer) goes up from there by DMA.
-                if !cuzk_alloc::is_page_locked(job.full_assignment).unwrap_or(false) {
+                if pin && !cuzk_alloc::is_page_locked(job.full_assignment).unwrap_or(false) {
                     z_pinned = self.gpu.as_ref().and_then(|g| g.pin(job.full_assignment));
                 }
                 None

@@ -277,10 +277,11 @@ fn from_coset<E: QuotientEngine>(
 
 /// The coefficients of H on the GPU from the device-resident assignment
 /// `z` (see [`quotient`]), with `A z`, `B z`, `C z` evaluated there by
-/// `r1cs` and never more than three vectors of the domain on the device
-/// with `z`'s: `a` goes to the coset, then `b`, and `a * b` replaces `a`
-/// before `b` is freed; then `c`, and the quotient replaces `a * b` before
-/// `c` is freed. Left in device memory for the H MSM.
+/// `r1cs` and never more than two vectors of the domain on the device
+/// beside `z`: `a` goes to the coset while `b` is evaluated on a stream
+/// of its own, then `b` goes there too and `a * b` replaces `a` before `b`
+/// is freed; then `c`, and the quotient replaces `a * b` before `c` is
+/// freed. Left in device memory for the H MSM.
 ///
 /// # Errors
 /// The evaluation's and the NTT engine's errors.
@@ -293,21 +294,44 @@ pub(crate) fn device_quotient(
 ) -> Result<DeviceBuffer<Fr>> {
     let n = 1usize << log_n;
     let engine = GpuEngine(ntt);
-    let evaluated = |k: usize, copy: usize| -> Result<DeviceBuffer<Fr>> {
-        let mut v = ntt
-            .memory()
-            .alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
-        r1cs.evaluate(k, z, &mut v, copy, ntt.stream())?;
-        to_coset(&engine, &mut v, log_n, Orders::Reversed)?;
-        Ok(v)
-    };
-    let mut h = evaluated(0, num_inputs)?;
+    let mem = ntt.memory();
+    let mut h = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
+    r1cs.evaluate(0, z, &mut h, num_inputs, ntt.stream())?;
     {
-        let b = evaluated(1, 0)?;
+        // B z on a stream of its own, beside A z's two NTTs: its matrix's
+        // chunks cross PCIe and its kernels run while the NTTs' kernels
+        // do. Two vectors and z, as before: b would exist next anyway. z
+        // is written (A z's evaluation waited for it).
+        let side = cuzk_alloc::Stream::new(mem.device())?;
+        let mut b = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side, None)?;
+        let (a_done, b_done) = std::thread::scope(|s| {
+            let eval_b = std::thread::Builder::new()
+                .name("cuzk-eval-b".into())
+                .spawn_scoped(s, || r1cs.evaluate_beside(1, z, &mut b, 0, &side));
+            let a_done = to_coset(&engine, &mut h, log_n, Orders::Reversed);
+            let b_done = eval_b.ok().map(|t| {
+                t.join().unwrap_or_else(|_| {
+                    Err(Error::Internal("the evaluation of B z panicked".into()))
+                })
+            });
+            (a_done, b_done)
+        });
+        a_done?;
+        match b_done {
+            Some(r) => r?,
+            // No thread to be had: after A z's NTTs instead.
+            None => r1cs.evaluate_beside(1, z, &mut b, 0, &side)?,
+        }
+        to_coset(&engine, &mut b, log_n, Orders::Reversed)?;
         ntt.mul_in_place(&mut h, &b)?;
+        // b is freed on its own stream: the NTT stream's kernels that read
+        // it must be done first.
+        ntt.stream().synchronize()?;
     }
     {
-        let c = evaluated(2, 0)?;
+        let mut c = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
+        r1cs.evaluate(2, z, &mut c, 0, ntt.stream())?;
+        to_coset(&engine, &mut c, log_n, Orders::Reversed)?;
         ntt.coset_quotient_of_product_in_place(&mut h, &c, <Fr as ark_ff::FftField>::GENERATOR)?;
     }
     from_coset(&engine, &mut h, log_n, Orders::Reversed)?;
