@@ -53,6 +53,8 @@ struct Lane {
     gate: Budget,
     ticket: u64,
     slots: usize,
+    /// Proofs of this lane waiting at the gate.
+    waiting: AtomicUsize,
 }
 
 impl Lane {
@@ -86,16 +88,23 @@ impl Lane {
             gate,
             ticket,
             slots,
+            waiting: AtomicUsize::new(0),
         })
     }
 
     /// One proof: the CPU stage, then the GPU stage once admitted. A proof
-    /// that the GPU evaluates and that the gate admits at once (no other
-    /// proof in the lane's GPU stage, as at a batch's start) goes straight
-    /// to the GPU without pinning its assignment first: nothing would
-    /// overlap that copy.
-    fn prove(&self, job: &ProofJob<'_>, timeout: Duration) -> Result<MultiProof> {
-        let now = if self.prover.evaluates_on_gpu(job) {
+    /// that the GPU evaluates and that finds the lane idle (no proof in its
+    /// GPU stage and none waiting for it, as at a batch's start) is
+    /// admitted at once and goes to the GPU without pinning its assignment
+    /// first: nothing would overlap that copy. Every other proof pins
+    /// during its wait; so do all with `pin_always` (a warm-up, which must
+    /// leave the pinned buffers a batch will use).
+    fn prove(&self, job: &ProofJob<'_>, timeout: Duration, pin_always: bool) -> Result<MultiProof> {
+        let idle = !pin_always
+            && self.prover.evaluates_on_gpu(job)
+            && self.waiting.load(Ordering::SeqCst) == 0
+            && self.gate.claimed_bytes() == 0;
+        let now = if idle {
             self.gate.try_reserve(self.ticket).ok()
         } else {
             None
@@ -103,7 +112,12 @@ impl Lane {
         let prepared = self.prover.prepare(job, 0.0, now.is_none())?;
         let _admitted = match now {
             Some(admitted) => admitted,
-            None => self.gate.reserve_wait(self.ticket, timeout)?,
+            None => {
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                let r = self.gate.reserve_wait(self.ticket, timeout);
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                r?
+            }
         };
         let (proof, timings) = self.prover.finish(job, prepared)?;
         Ok((proof, timings, self.device))
@@ -441,7 +455,7 @@ impl MultiGpuProver {
                 self.lanes.len()
             ))
         })?;
-        l.prove(job, self.timeout)
+        l.prove(job, self.timeout, false)
     }
 
     /// Proves `job` once a worker on every lane, all at once, and discards
@@ -460,7 +474,12 @@ impl MultiGpuProver {
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.lanes.len())
                 .flat_map(|lane| (0..workers).map(move |_| lane))
-                .map(|lane| s.spawn(move || self.prove_on(lane, job).map(drop)))
+                .map(|lane| {
+                    let l = &self.lanes[lane];
+                    // Every warm-up proof pins its assignment, as proofs
+                    // that wait at the gate will.
+                    s.spawn(move || l.prove(job, self.timeout, true).map(drop))
+                })
                 .collect();
             handles.into_iter().try_for_each(|h| {
                 h.join()
@@ -508,7 +527,7 @@ impl MultiGpuProver {
                         loop {
                             let k = next.fetch_add(1, Ordering::SeqCst);
                             let Some(&i) = queue.get(k) else { break };
-                            mine.push((i, lane.prove(&jobs[i], timeout)));
+                            mine.push((i, lane.prove(&jobs[i], timeout, false)));
                         }
                         mine
                     }));

@@ -794,7 +794,9 @@ impl Prover {
     /// buffer now, so that the GPU stage uploads it by DMA alone. That pays
     /// when this stage runs while another proof holds the GPU; a proof
     /// whose GPU stage can start at once passes `false` and uploads through
-    /// the staged copies instead, whose host copies overlap the DMA.
+    /// the NTT engine's staged copies instead, whose host copies overlap
+    /// the DMA (while another upload holds the staging buffers, a plain
+    /// copy from pageable memory, slower).
     pub(crate) fn prepare(
         &self,
         job: &ProofJob<'_>,

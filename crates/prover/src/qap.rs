@@ -298,12 +298,20 @@ pub(crate) fn device_quotient(
     let mut h = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
     r1cs.evaluate(0, z, &mut h, num_inputs, ntt.stream())?;
     {
-        // B z on a stream of its own, beside A z's two NTTs: its matrix's
-        // chunks cross PCIe and its kernels run while the NTTs' kernels
-        // do. Two vectors and z, as before: b would exist next anyway. z
-        // is written (A z's evaluation waited for it).
+        // B z on a stream of its own, beside A z's two NTTs: its kernels
+        // (and, for a streamed R1CS, its matrix's chunks crossing PCIe) run
+        // while the NTTs' kernels do. Two vectors and z, as before: b would
+        // exist next anyway. z is written (A z's evaluation waited for it).
         let side = cuzk_alloc::Stream::new(mem.device())?;
         let mut b = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side, None)?;
+        // On a failure, kernels may still be queued on either stream that
+        // read z (freed later on the NTT stream) or write b (freed on
+        // `side`): both streams are waited for before either is freed.
+        let settle = |e: Error| {
+            let _ = side.synchronize();
+            let _ = ntt.stream().synchronize();
+            e
+        };
         let (a_done, b_done) = std::thread::scope(|s| {
             let eval_b = std::thread::Builder::new()
                 .name("cuzk-eval-b".into())
@@ -316,17 +324,17 @@ pub(crate) fn device_quotient(
             });
             (a_done, b_done)
         });
-        a_done?;
+        a_done.map_err(settle)?;
         match b_done {
-            Some(r) => r?,
+            Some(r) => r.map_err(settle)?,
             // No thread to be had: after A z's NTTs instead.
-            None => r1cs.evaluate_beside(1, z, &mut b, 0, &side)?,
+            None => r1cs
+                .evaluate_beside(1, z, &mut b, 0, &side)
+                .map_err(settle)?,
         }
-        to_coset(&engine, &mut b, log_n, Orders::Reversed)?;
-        ntt.mul_in_place(&mut h, &b)?;
-        // b is freed on its own stream: the NTT stream's kernels that read
-        // it must be done first.
-        ntt.stream().synchronize()?;
+        to_coset(&engine, &mut b, log_n, Orders::Reversed).map_err(settle)?;
+        // mul_in_place waits for its kernel: b may be freed after it.
+        ntt.mul_in_place(&mut h, &b).map_err(settle)?;
     }
     {
         let mut c = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
