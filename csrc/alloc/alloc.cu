@@ -159,7 +159,7 @@ cuzk_status cuzk_host_alloc(uint64_t bytes, void** ptr) {
     return guard("cuzk_host_alloc", [&]() -> cuzk_status {
         CUZK_NEED(ptr, "cuzk_host_alloc: null out-pointer");
         *ptr = nullptr;
-        CUZK_CUDA_TRY(cudaHostAlloc(ptr, bytes, cudaHostAllocPortable));
+        CUZK_CUDA_TRY(cudaHostAlloc(ptr, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
         return ok();
     });
 }
@@ -174,7 +174,7 @@ cuzk_status cuzk_host_free(void* ptr) {
 cuzk_status cuzk_host_register(void* ptr, uint64_t bytes) {
     return guard("cuzk_host_register", [&]() -> cuzk_status {
         CUZK_NEED(ptr && bytes, "cuzk_host_register: null pointer or zero length");
-        CUZK_CUDA_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+        CUZK_CUDA_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));
         return ok();
     });
 }
@@ -316,6 +316,68 @@ cuzk_status cuzk_fill_u32(int32_t device, void* ptr, uint64_t words, uint32_t va
         uint64_t blocks = (words + 255) / 256;
         if (blocks > 65535) blocks = 65535;
         fill_u32_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>((uint32_t*)ptr, words, value);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        return ok();
+    });
+}
+
+// Record k of dst is record idx[k] of src, in 16-byte words: thread w moves
+// word w % words of record w / words, so that a warp reads consecutive words
+// of its records (whole 32-byte sectors of each 96- or 192-byte record) and
+// the reads of neighbouring records merge into full lines on the link.
+static __global__ void gather_records_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src,
+                                             const uint32_t* __restrict__ idx, uint64_t count,
+                                             uint32_t words) {
+    uint64_t total = count * words;
+    for (uint64_t w = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; w < total;
+         w += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t k = w / words;
+        uint64_t j = w - k * words;
+        dst[w] = src[(uint64_t)idx[k] * words + j];
+    }
+}
+
+// The device address of byte `offset` of the mapped page-locked host
+// allocation or registration that starts at `base`; a cuzk status (not a
+// sticky CUDA error) when it is not mapped for this device.
+static cuzk_status mapped_address(const void* base, uint64_t offset, const char* what, const void** out) {
+    void* d = nullptr;
+    cudaError_t e = cudaHostGetDevicePointer(&d, const_cast<void*>(base), 0);
+    if (e != cudaSuccess || !d) {
+        (void)cudaGetLastError();
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                          "cuzk_gather_mapped: the %s is not mapped page-locked host memory (%s)", what,
+                          cudaGetErrorString(e));
+    }
+    *out = (const char*)d + offset;
+    return ok();
+}
+
+cuzk_status cuzk_gather_mapped(int32_t device, const cuzk_gather_args* args, void* stream) {
+    return guard("cuzk_gather_mapped", [&]() -> cuzk_status {
+        CUZK_NEED(args, "cuzk_gather_mapped: null arguments");
+        const cuzk_gather_args& a = *args;
+        if (a.count == 0) return ok();
+        CUZK_NEED(a.dst && a.src_base && a.indices_base, "cuzk_gather_mapped: null pointer");
+        CUZK_NEED(a.record_bytes > 0 && a.record_bytes % 16 == 0,
+                  "cuzk_gather_mapped: records must be a non-zero multiple of 16 bytes");
+        CUZK_NEED(a.src_offset % 16 == 0 && (uintptr_t)a.dst % 16 == 0 && (uintptr_t)a.src_base % 16 == 0,
+                  "cuzk_gather_mapped: the source and destination must be 16-byte aligned");
+        CUZK_NEED(a.indices_offset % 4 == 0 && (uintptr_t)a.indices_base % 4 == 0,
+                  "cuzk_gather_mapped: the indices must be 4-byte aligned");
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        const void* src = nullptr;
+        const void* idx = nullptr;
+        cuzk_status s = mapped_address(a.src_base, a.src_offset, "source", &src);
+        if (s.code != 0) return s;
+        s = mapped_address(a.indices_base, a.indices_offset, "index list", &idx);
+        if (s.code != 0) return s;
+        uint32_t words = a.record_bytes / 16;
+        uint64_t total = a.count * words;
+        uint64_t blocks = (total + 255) / 256;
+        if (blocks > 65535) blocks = 65535;
+        gather_records_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
+            (uint4*)a.dst, (const uint4*)src, (const uint32_t*)idx, a.count, words);
         CUZK_CUDA_TRY(cudaGetLastError());
         return ok();
     });

@@ -33,5 +33,6 @@ cuzk_status cuzk_event_record(int32_t, void*, void*) { return cuzk::no_cuda_buil
 cuzk_status cuzk_event_elapsed_ms(int32_t, void*, void*, float*) { return cuzk::no_cuda_build("cuzk_event_elapsed_ms"); }
 cuzk_status cuzk_memcpy_async(int32_t, void*, const void*, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_memcpy_async"); }
 cuzk_status cuzk_fill_u32(int32_t, void*, uint64_t, uint32_t, void*) { return cuzk::no_cuda_build("cuzk_fill_u32"); }
+cuzk_status cuzk_gather_mapped(int32_t, const cuzk_gather_args*, void*) { return cuzk::no_cuda_build("cuzk_gather_mapped"); }
 
 }  // extern "C"

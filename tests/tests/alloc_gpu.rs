@@ -459,6 +459,115 @@ fn pinned_staged_copies_round_trip_exactly() {
     mem.check_all_returned().unwrap();
 }
 
+/// `Staging::upload_gather` takes record `indices[k]` of the source into
+/// record k, whichever path runs: the GPU reading mapped memory (a
+/// `PinnedBuffer`, a `HostRegistration`, a 16-byte-aligned part of one;
+/// records of 96 and 192 bytes) or the host threads (pageable memory,
+/// records of 100 bytes, a part that starts off 16-byte alignment).
+/// Indices out of order, repeated, the last record, in rounds larger than
+/// a staging chunk's worth of indices; an index past the source is refused
+/// before anything is read.
+#[test]
+#[ignore = "needs a GPU"]
+fn gathers_take_the_indexed_records_from_mapped_and_pageable_memory() {
+    let Some(dev) = gpu_or_skip("gathers_take_the_indexed_records_from_mapped_and_pageable_memory")
+    else {
+        return;
+    };
+    let _s = serial();
+    let mem = DeviceMemory::from_env(dev).unwrap();
+    let stream = Stream::new(dev).unwrap();
+    let mut rng = rng("gathers_take_the_indexed_records_from_mapped_and_pageable_memory");
+    // One MiB and a bit a chunk: 262,147 indices a round.
+    let mut staging = cuzk_alloc::Staging::new((1 << 20) + 12).unwrap();
+    let records = 200_000usize;
+    let mut picks = cuzk_tests::rng("gathers_take_the_indexed_records: indices");
+    let mut check = |src: &[u32], record: usize, what: &str, on_gpu: bool| {
+        let n = src.len() / record;
+        let mut indices: Vec<u32> = (0..600_000).map(|_| picks.gen_range(0..n as u32)).collect();
+        indices.push(n as u32 - 1);
+        indices.push(0);
+        indices.push(n as u32 - 1);
+        let mut d = mem
+            .alloc::<u32>(indices.len() * record, Strategy::Async, &stream, None)
+            .unwrap();
+        let before = staging.gpu_gathers();
+        staging
+            .upload_gather(&mut d, src, record, &indices)
+            .unwrap();
+        assert_eq!(
+            staging.gpu_gathers() - before,
+            u64::from(on_gpu),
+            "{what}: gathered by the {}",
+            if on_gpu { "GPU" } else { "host" }
+        );
+        let mut back = vec![0u32; indices.len() * record];
+        d.copy_to_host(&mut back).unwrap();
+        for (k, &i) in indices.iter().enumerate() {
+            let i = i as usize;
+            assert!(
+                back[k * record..(k + 1) * record] == src[i * record..(i + 1) * record],
+                "{what}: record {k} (source {i}) of {} bytes",
+                4 * record
+            );
+        }
+        let past = [n as u32];
+        let mut one = mem
+            .alloc::<u32>(record, Strategy::Async, &stream, None)
+            .unwrap();
+        assert!(
+            matches!(
+                staging.upload_gather(&mut one, src, record, &past),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{what}: an index past the source"
+        );
+    };
+    for record in [24usize, 48, 25] {
+        let words = records * record;
+        let aligned = record * 4 % 16 == 0;
+        let mut pinned = cuzk_alloc::PinnedBuffer::<u32>::new(words).unwrap();
+        rng.fill(&mut pinned[..]);
+        check(
+            &pinned,
+            record,
+            &format!("pinned, {} B", 4 * record),
+            aligned,
+        );
+        // A part from record 1 (offset 4 * record bytes) and one from word
+        // 1 (4 bytes: off 16-byte alignment).
+        check(
+            &pinned[record..],
+            record,
+            &format!("part of a pinned buffer, {} B", 4 * record),
+            aligned,
+        );
+        check(
+            &pinned[1..1 + (records - 1) * record],
+            record,
+            &format!("unaligned part, {} B", 4 * record),
+            false,
+        );
+        let mut pageable: Vec<u32> = (0..words).map(|_| rng.gen()).collect();
+        check(
+            &pageable,
+            record,
+            &format!("pageable, {} B", 4 * record),
+            false,
+        );
+        let reg = cuzk_alloc::HostRegistration::new(&mut pageable[..]).unwrap();
+        check(
+            &reg,
+            record,
+            &format!("registered, {} B", 4 * record),
+            aligned,
+        );
+    }
+    stream.synchronize().unwrap();
+    report("alloc: gathers from mapped (by the GPU) and pageable memory take the indexed records");
+    mem.check_all_returned().unwrap();
+}
+
 /// Staged copies (two pinned chunks, parallel host memcpy) move every byte:
 /// sizes around the chunk size, a chunk size that divides nothing, and the
 /// engine-level `StagedCopies` on both of its paths (plain below 4 MiB).

@@ -815,9 +815,10 @@ fn check_streamed<P: MsmCurve>(
     pinned.copy_from_slice(&b);
     let on_gpu = on_device(g, &s);
     // The bases of the witness-shaped scalars that are not zero, gathered
-    // on the host (`msm_streamed_device_gathered`), with those scalars on
-    // the device; a second gather of every other base, out of order and
-    // with a repeat, against dense scalars.
+    // (`msm_streamed_device_gathered`: by the GPU from the pinned bases, by
+    // the host threads from pageable ones), with those scalars on the
+    // device; a second gather of every other base, out of order and with a
+    // repeat, against dense scalars.
     let nz: Vec<u32> = (0..n as u32)
         .filter(|&i| !bits[i as usize].is_zero())
         .collect();
@@ -879,6 +880,13 @@ fn check_streamed<P: MsmCurve>(
                 .into_affine(),
             want_odd,
             "{what}, pageable bases gathered out of order"
+        );
+        assert_eq!(
+            e.msm_streamed_device_gathered(&pinned, &odd, &odd_on_gpu, 0..odd.len())
+                .unwrap()
+                .into_affine(),
+            want_odd,
+            "{what}, pinned bases gathered out of order by the GPU"
         );
         let peak = e.memory().budget().peak_claimed_bytes();
         assert!(peak <= cap, "{what}: peak {peak} > cap {cap}");

@@ -5,7 +5,46 @@
 use crate::raw::{check, Ptr};
 use crate::sys;
 use cuzk_field::{DeviceRepr, Error, Result};
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::sync::Mutex;
+
+/// The page-locked host ranges this crate allocated or registered, each
+/// mapped for the GPUs (`cudaHostAllocMapped`, `cudaHostRegisterMapped`):
+/// start address -> bytes, one entry a [`PinnedBuffer`],
+/// [`HostRegistration`] or [`PageLock`], removed before it is freed or
+/// unregistered. A kernel may read any byte inside one entry; a range that
+/// merely looks locked at both ends may have pageable memory between them.
+static MAPPED: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+
+fn mapped() -> std::sync::MutexGuard<'static, BTreeMap<usize, usize>> {
+    MAPPED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn mapped_insert(start: *const u8, bytes: usize) {
+    if bytes > 0 {
+        mapped().insert(start as usize, bytes);
+    }
+}
+
+fn mapped_remove(start: *const u8) {
+    mapped().remove(&(start as usize));
+}
+
+/// The mapped page-locked allocation or registration of this crate that
+/// holds every byte of `data`: its start address and `data`'s byte offset
+/// in it; `None` for an empty slice or one that no single
+/// [`PinnedBuffer`], [`HostRegistration`] or [`PageLock`] holds.
+pub(crate) fn mapped_range(data: &[u8]) -> Option<(*const u8, u64)> {
+    if data.is_empty() {
+        return None;
+    }
+    let at = data.as_ptr() as usize;
+    let map = mapped();
+    let (&start, &bytes) = map.range(..=at).next_back()?;
+    let end = start.checked_add(bytes)?;
+    (at + data.len() <= end).then_some((start as *const u8, (at - start) as u64))
+}
 
 /// `len` elements of `T` in pinned (page-locked) host memory from
 /// `cudaHostAlloc`, zero-initialized, freed when dropped. Copies from and to
@@ -36,6 +75,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             check(unsafe { sys::cuzk_host_alloc(bytes, &mut p) })?;
             // SAFETY: `p` points to `bytes` writable bytes just allocated.
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes as usize) };
+            mapped_insert(p.cast::<u8>(), bytes as usize);
         }
         Ok(PinnedBuffer {
             ptr: Ptr(p),
@@ -69,6 +109,7 @@ impl<T: DeviceRepr> std::ops::DerefMut for PinnedBuffer<T> {
 impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         if !self.ptr.0.is_null() {
+            mapped_remove(self.ptr.0.cast::<u8>());
             // SAFETY: allocated by cuzk_host_alloc, freed once.
             let _ = check(unsafe { sys::cuzk_host_free(self.ptr.0) });
         }
@@ -98,6 +139,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
                     std::mem::size_of_val(data) as u64,
                 )
             })?;
+            mapped_insert(data.as_ptr().cast(), std::mem::size_of_val(data));
         }
         Ok(HostRegistration { data })
     }
@@ -119,6 +161,7 @@ impl<T: DeviceRepr> std::ops::DerefMut for HostRegistration<'_, T> {
 impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
     fn drop(&mut self) {
         if !self.data.is_empty() {
+            mapped_remove(self.data.as_ptr().cast());
             // SAFETY: registered in `new`.
             let _ = check(unsafe { sys::cuzk_host_unregister(self.data.as_mut_ptr().cast()) });
         }
@@ -157,6 +200,7 @@ impl PageLock {
         // SAFETY: the range is valid for its byte length until the guard
         // drops (the caller's promise); the runtime only locks its pages.
         check(unsafe { sys::cuzk_host_register(p, std::mem::size_of_val(data) as u64) })?;
+        mapped_insert(p.cast::<u8>(), std::mem::size_of_val(data));
         Ok(PageLock { ptr: Ptr(p) })
     }
 }
@@ -164,6 +208,7 @@ impl PageLock {
 impl Drop for PageLock {
     fn drop(&mut self) {
         if !self.ptr.0.is_null() {
+            mapped_remove(self.ptr.0.cast::<u8>());
             // SAFETY: registered in `new`, still allocated (the caller's
             // promise).
             let _ = check(unsafe { sys::cuzk_host_unregister(self.ptr.0) });
@@ -200,4 +245,31 @@ pub fn is_page_locked<T: DeviceRepr>(data: &[T]) -> Result<bool> {
         )
     })?;
     Ok(out != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registry answers only for slices inside one entry, with their
+    /// offset in it, and forgets an entry once removed. (Ordinary memory
+    /// stands in for registered memory: the registry only keeps addresses.)
+    #[test]
+    fn mapped_range_needs_one_entry_holding_the_whole_slice() {
+        let a = vec![0u8; 4096];
+        let b = vec![0u8; 4096];
+        mapped_insert(a.as_ptr(), a.len());
+        mapped_insert(b.as_ptr(), 1024);
+        assert_eq!(mapped_range(&a), Some((a.as_ptr(), 0)));
+        assert_eq!(mapped_range(&a[10..100]), Some((a.as_ptr(), 10)));
+        assert_eq!(mapped_range(&a[4095..]), Some((a.as_ptr(), 4095)));
+        assert_eq!(mapped_range(&b[..1024]), Some((b.as_ptr(), 0)));
+        assert_eq!(mapped_range(&b[1000..1025]), None, "past the entry's end");
+        assert_eq!(mapped_range(&b[2000..2001]), None, "after the entry");
+        assert_eq!(mapped_range(&a[..0]), None, "empty");
+        mapped_remove(a.as_ptr());
+        assert_eq!(mapped_range(&a[10..100]), None, "removed");
+        mapped_remove(b.as_ptr());
+        assert_eq!(mapped_range(&b[..10]), None);
+    }
 }

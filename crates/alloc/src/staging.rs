@@ -24,8 +24,9 @@ fn direct_copy<T: DeviceRepr>(data: &[T]) -> bool {
 /// (BENCHMARKS.md has figures).
 ///
 /// A host slice that is already page-locked ([`is_page_locked`]) is copied
-/// directly with one `cudaMemcpyAsync`, without the staging buffers;
-/// a gather ([`Staging::upload_gather`]) always goes through them.
+/// directly with one `cudaMemcpyAsync`, without the staging buffers; a
+/// gather ([`Staging::upload_gather`]) from mapped pinned memory is read by
+/// the GPU itself, any other goes through them.
 ///
 /// Holds `2 * chunk_bytes` of pinned host memory until dropped. One
 /// `Staging` serves one copy at a time (`&mut self`); give each worker its
@@ -34,6 +35,8 @@ pub struct Staging {
     bufs: [PinnedBuffer<u8>; 2],
     chunk: usize,
     pool: rayon::ThreadPool,
+    /// Gathers the GPU did from mapped memory ([`Staging::gpu_gathers`]).
+    gpu_gathers: u64,
 }
 
 /// Default chunk of a [`Staging`]: 32 MiB (two of them pinned).
@@ -169,12 +172,19 @@ impl Staging {
             ],
             chunk: chunk_bytes,
             pool: copy_pool()?,
+            gpu_gathers: 0,
         })
     }
 
     /// Chunk size in bytes.
     pub fn chunk_bytes(&self) -> usize {
         self.chunk
+    }
+
+    /// How many [`Staging::upload_gather`] calls so far the GPU did itself,
+    /// reading mapped page-locked memory (the others: the host threads).
+    pub fn gpu_gathers(&self) -> u64 {
+        self.gpu_gathers
     }
 
     /// Copies `src` (elements) into `dst`, which must hold as many, on
@@ -261,11 +271,19 @@ impl Staging {
 
     /// Copies the records `indices` of `src` into `dst`, in that order, on
     /// `dst`'s stream: record k of `dst` (elements `k * record..(k + 1) *
-    /// record`) is record `indices[k]` of `src`. The staging threads gather
+    /// record`) is record `indices[k]` of `src`, so that only the chosen
+    /// records cross PCIe (say, the bases of an MSM's non-zero scalars).
+    /// Blocks until the copy is complete; it first waits for the work
+    /// already queued on that stream.
+    ///
+    /// Where `src` lies in one mapped page-locked allocation or
+    /// registration of this crate ([`PinnedBuffer`],
+    /// [`crate::HostRegistration`], [`crate::PageLock`]) and its records
+    /// are multiples of 16 bytes, a kernel reads the records over PCIe
+    /// itself (zero-copy; the indices reach it through the pinned buffers),
+    /// and no host thread touches them. Otherwise the staging threads gather
     /// each chunk into a pinned buffer while the copy engine moves the one
-    /// before, so that only the chosen records cross PCIe (say, the bases
-    /// of an MSM's non-zero scalars). Blocks until the copy is complete; it
-    /// first waits for the work already queued on that stream.
+    /// before.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `record` is zero or does not divide
@@ -301,6 +319,14 @@ impl Staging {
             )));
         }
         let src = as_bytes(src);
+        if let Some((base, offset)) = crate::host::mapped_range(src) {
+            match self.gather_mapped(dst, base, offset, record_bytes, indices) {
+                // Not mapped for this device, or misaligned: the host
+                // threads gather instead.
+                Err(Error::InvalidArgument(_)) => {}
+                r => return r,
+            }
+        }
         let lens: Vec<usize> = indices
             .chunks(per_chunk)
             .map(|ix| ix.len() * record_bytes)
@@ -309,6 +335,73 @@ impl Staging {
             let ix = &indices[k * per_chunk..k * per_chunk + buf.len() / record_bytes];
             par_gather(pool, buf, src, record_bytes, ix);
         })
+    }
+
+    /// [`Staging::upload_gather`] by the GPU: the records `indices`
+    /// (checked in range) of the mapped host records at byte `offset` of the
+    /// allocation or registration starting at `base`, `record_bytes` each,
+    /// read by a kernel on `dst`'s stream ([`sys::cuzk_gather_mapped`]).
+    /// The indices go to the kernel through the pinned buffers, a chunk's
+    /// worth a round: the host copies round k's while round k - 1's kernel
+    /// runs. Waits for the last kernel.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] (nothing written) when the records are
+    /// not a multiple of 16 bytes, a range is misaligned or not mapped for
+    /// the device, or a chunk cannot hold one index; CUDA errors of the
+    /// kernels and synchronizes.
+    fn gather_mapped<T: DeviceRepr>(
+        &mut self,
+        dst: &DeviceBuffer<T>,
+        base: *const u8,
+        offset: u64,
+        record_bytes: usize,
+        indices: &[u32],
+    ) -> Result<()> {
+        let per_round = self.chunk / std::mem::size_of::<u32>();
+        let record_u32 = u32::try_from(record_bytes).unwrap_or(0);
+        if per_round == 0 || record_u32 == 0 || record_bytes % 16 != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "Staging: a GPU gather needs records of a multiple of 16 bytes ({record_bytes} \
+                 given) and chunks of at least 4 bytes ({} given)",
+                self.chunk
+            )));
+        }
+        let stream = dst.stream.clone();
+        let device = dst.memory.device();
+        for (k, ix) in indices.chunks(per_round).enumerate() {
+            let buf = &mut self.bufs[k % 2];
+            // Buffer k % 2 was last read by round k - 2's kernel, which the
+            // synchronize of round k - 1 waited for.
+            let bytes = as_bytes(ix);
+            par_copy(&self.pool, &mut buf[..bytes.len()], bytes);
+            stream.synchronize()?;
+            let args = sys::cuzk_gather_args {
+                dst: dst
+                    .ptr
+                    .0
+                    .cast::<u8>()
+                    .wrapping_add(k * per_round * record_bytes)
+                    .cast(),
+                src_base: base.cast(),
+                src_offset: offset,
+                indices_base: buf.as_ptr().cast(),
+                indices_offset: 0,
+                count: ix.len() as u64,
+                record_bytes: record_u32,
+            };
+            // SAFETY: `dst` holds indices.len() * record_bytes bytes (checked
+            // by the caller), so round k's records stay inside it; every
+            // index is a record of the source (checked by the caller), which
+            // lies inside the mapped range at `base` that the caller's borrow
+            // keeps locked; the indices sit in a pinned buffer of this
+            // staging that is not written again before the synchronize that
+            // follows its kernel.
+            check(unsafe { sys::cuzk_gather_mapped(device, &args, stream.as_raw()) })?;
+        }
+        stream.synchronize()?;
+        self.gpu_gathers += 1;
+        Ok(())
     }
 
     /// Copies `src` into `dst` (elements; equal lengths), on `src`'s

@@ -184,3 +184,49 @@ unsafe extern "C" {
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_gather_args {
+    pub dst: *mut ::core::ffi::c_void,
+    pub src_base: *const ::core::ffi::c_void,
+    pub src_offset: u64,
+    pub indices_base: *const ::core::ffi::c_void,
+    pub indices_offset: u64,
+    pub count: u64,
+    pub record_bytes: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_gather_args"][::core::mem::size_of::<cuzk_gather_args>() - 56usize];
+    ["Alignment of cuzk_gather_args"][::core::mem::align_of::<cuzk_gather_args>() - 8usize];
+    ["Offset of field: cuzk_gather_args::dst"]
+        [::core::mem::offset_of!(cuzk_gather_args, dst) - 0usize];
+    ["Offset of field: cuzk_gather_args::src_base"]
+        [::core::mem::offset_of!(cuzk_gather_args, src_base) - 8usize];
+    ["Offset of field: cuzk_gather_args::src_offset"]
+        [::core::mem::offset_of!(cuzk_gather_args, src_offset) - 16usize];
+    ["Offset of field: cuzk_gather_args::indices_base"]
+        [::core::mem::offset_of!(cuzk_gather_args, indices_base) - 24usize];
+    ["Offset of field: cuzk_gather_args::indices_offset"]
+        [::core::mem::offset_of!(cuzk_gather_args, indices_offset) - 32usize];
+    ["Offset of field: cuzk_gather_args::count"]
+        [::core::mem::offset_of!(cuzk_gather_args, count) - 40usize];
+    ["Offset of field: cuzk_gather_args::record_bytes"]
+        [::core::mem::offset_of!(cuzk_gather_args, record_bytes) - 48usize];
+};
+impl Default for cuzk_gather_args {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+unsafe extern "C" {
+    pub fn cuzk_gather_mapped(
+        device: i32,
+        args: *const cuzk_gather_args,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}

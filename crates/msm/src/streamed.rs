@@ -120,14 +120,17 @@ impl GpuMsm {
 
     /// `sum_j scalars[range.start + j] * bases[indices[j]]` for j <
     /// `range.len()`: [`GpuMsm::msm_streamed_device`] over the bases
-    /// `indices` of `bases` only, gathered on the host into the pinned
-    /// staging buffers chunk by chunk ([`cuzk_alloc::StagedCopies::upload_gather`]),
-    /// so that only they cross PCIe. For an MSM whose scalars are mostly
-    /// zero (a Groth16 witness of bits: about 58% zeros in the SHA-256
-    /// chain), the caller passes the indices of the non-zero scalars and
-    /// those scalars, gathered in the same order. Each chunk's gather runs
-    /// on the staging's host threads while the copy engine moves the chunk
-    /// before.
+    /// `indices` of `bases` only, gathered chunk by chunk
+    /// ([`cuzk_alloc::StagedCopies::upload_gather`]) so that only they
+    /// cross PCIe. For an MSM whose scalars are mostly zero (a Groth16
+    /// witness of bits: about 58% zeros in the SHA-256 chain), the caller
+    /// passes the indices of the non-zero scalars and those scalars,
+    /// gathered in the same order. Bases in one mapped page-locked
+    /// allocation or registration of cuzk-alloc ([`cuzk_alloc::PinnedBuffer`],
+    /// [`cuzk_alloc::PageLock`]) are read by the GPU itself, over PCIe,
+    /// without host threads; other bases are gathered by the staging's host
+    /// threads into its pinned buffers while the copy engine moves the
+    /// chunk before.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `indices` and `range` differ in

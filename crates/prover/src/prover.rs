@@ -485,18 +485,18 @@ impl Prover {
     /// eighth zero: a witness of bits, about 58% zeros in the SHA-256
     /// chain, sends that much less of the key over PCIe. The proof's CPU
     /// stage lists the non-zero scalars (4 or 8 bytes a non-zero scalar of
-    /// each such query, in host memory until the proof ends); the staging
-    /// threads gather their bases into pinned buffers chunk by chunk while
-    /// the copy engine moves the chunk before
-    /// ([`cuzk_msm::GpuMsm::msm_streamed_device_gathered`]). The proof is
-    /// the same either way; [`ProofTimings::streamed_bytes`] counts the
-    /// bases' bytes sent (an MSM that, short of device memory, falls back
-    /// to host scalars sends every base, not counted there).
+    /// each such query, in host memory until the proof ends); the GPU
+    /// reads their bases chunk by chunk from the page-locked key over PCIe
+    /// ([`cuzk_msm::GpuMsm::msm_streamed_device_gathered`]; the staging's
+    /// host threads gather them instead where the key is not mapped). The
+    /// proof is the same either way; [`ProofTimings::streamed_bytes`]
+    /// counts the bases' bytes sent (an MSM that, short of device memory,
+    /// falls back to host scalars sends every base, not counted there).
     ///
-    /// It pays only where the host gathers records faster than the link's
-    /// speed times the non-zero fraction; on a 16-core host beside a
-    /// second worker's CPU stage it did not (BENCHMARKS.md has the
-    /// figures), hence the default.
+    /// It pays only where the gather moves the non-zero bases faster than
+    /// the link moves every base; the host threads' gather did not on a
+    /// 16-core host beside a second worker's CPU stage (BENCHMARKS.md has
+    /// the figures), hence the default until the GPU's gather is measured.
     pub fn with_nonzero_streaming(mut self, nonzero: bool) -> Self {
         self.nonzero_streaming = nonzero;
         self

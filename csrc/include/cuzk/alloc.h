@@ -50,8 +50,9 @@ cuzk_status cuzk_pool_usage(int32_t device, void* pool, uint64_t* reserved_bytes
  * location = device) and cudaMemPrefetchAsync to the device on `stream`. */
 cuzk_status cuzk_malloc_managed(int32_t device, uint64_t bytes, void* stream, void** ptr);
 
-/* Pinned host memory: cudaHostAlloc (portable) / cudaFreeHost, and
- * cudaHostRegister (portable) / cudaHostUnregister of existing memory. */
+/* Pinned host memory: cudaHostAlloc (portable, mapped) / cudaFreeHost, and
+ * cudaHostRegister (portable, mapped) / cudaHostUnregister of existing
+ * memory. Mapped: kernels may read it over PCIe (cuzk_gather_mapped). */
 cuzk_status cuzk_host_alloc(uint64_t bytes, void** ptr);
 cuzk_status cuzk_host_free(void* ptr);
 cuzk_status cuzk_host_register(void* ptr, uint64_t bytes);
@@ -96,6 +97,31 @@ cuzk_status cuzk_memcpy_async(int32_t device, void* dst, const void* src, uint64
 /* A kernel that writes the 32-bit `value` to every word of `words` words
  * at `ptr` on `stream`: proves the device still runs kernels. */
 cuzk_status cuzk_fill_u32(int32_t device, void* ptr, uint64_t words, uint32_t value, void* stream);
+
+/* A gather of records from host memory by the GPU (cuzk_gather_mapped). */
+typedef struct cuzk_gather_args {
+    /* Device memory of `count * record_bytes` bytes, 16-byte aligned. */
+    void* dst;
+    /* The start of one mapped page-locked host allocation or registration
+     * (cuzk_host_alloc, cuzk_host_register) that holds the source records,
+     * and the byte offset of record 0 in it (a multiple of 16). */
+    const void* src_base;
+    uint64_t src_offset;
+    /* The same for the `count` 32-bit record indices. */
+    const void* indices_base;
+    uint64_t indices_offset;
+    uint64_t count;
+    /* Bytes a record: a non-zero multiple of 16. */
+    uint32_t record_bytes;
+} cuzk_gather_args;
+
+/* Record k of `dst` = record indices[k] of the source, read by a kernel on
+ * `stream` from mapped page-locked host memory over PCIe (zero-copy): only
+ * the chosen records cross the link and no host thread copies them. The
+ * caller checks every index against the source's records and keeps both host
+ * ranges locked until the stream has run the kernel. CUZK_ERR_INVALID_ARGUMENT
+ * (no CUDA error) when a range is not mapped for `device` or misaligned. */
+cuzk_status cuzk_gather_mapped(int32_t device, const cuzk_gather_args* args, void* stream);
 
 #ifdef __cplusplus
 }
