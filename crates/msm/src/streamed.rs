@@ -12,13 +12,16 @@ use std::ops::Range;
 use std::time::Duration;
 
 /// Points a chunk of a streamed MSM of `n` points of `point_bytes` bytes
-/// with `available` bytes of device memory: the largest `ceil(n / 2^j)`,
-/// rounded up to a multiple of [`MIN_CHUNK_POINTS`], whose chunk buffers
-/// (two: the one in use and the next one arriving; one when a single chunk
-/// holds all n) take at most half of `available`; the other half is for
-/// the MSM's scalars and scratch, whose plan shrinks to what is left. At
-/// least [`MIN_CHUNK_POINTS`] (or `n` when smaller); `None` when even that
-/// does not fit.
+/// with `available` bytes of device memory: n when one buffer of them all
+/// takes at most half of `available`; else `ceil(n / k)` for the fewest k
+/// (rounded up to a multiple of [`MIN_CHUNK_POINTS`]) whose two chunk
+/// buffers (the one in use and the next one arriving) take at most half of
+/// it. The other half is for the MSM's scalars and scratch, whose plan
+/// shrinks to what is left. Fewest chunks, because each chunk's MSM has a
+/// fixed cost (its plan, its sort, its buckets' reduction; BENCHMARKS.md
+/// fits it from MSMs of 2^22 to 2^26 points), and equal ones, so that
+/// every copy overlaps an MSM of its size. At least [`MIN_CHUNK_POINTS`] (or `n` when smaller);
+/// `None` when even that does not fit.
 pub(crate) fn stream_chunk(n: usize, point_bytes: usize, available: u64) -> Option<usize> {
     if n == 0 {
         return Some(0);
@@ -29,16 +32,28 @@ pub(crate) fn stream_chunk(n: usize, point_bytes: usize, available: u64) -> Opti
         let buffers = if c >= n { 1 } else { 2 };
         2 * buffers * (c as u64) * (point_bytes as u64) <= available
     };
-    let mut parts = 1usize;
+    if fits(n) {
+        return Some(n);
+    }
+    if n <= MIN_CHUNK_POINTS {
+        return None;
+    }
+    // The largest chunk whose two buffers fit, down to a multiple of
+    // MIN_CHUNK_POINTS; then as few equal chunks as cover n with it.
+    let largest = usize::try_from(available / (4 * point_bytes.max(1) as u64))
+        .unwrap_or(usize::MAX)
+        / MIN_CHUNK_POINTS
+        * MIN_CHUNK_POINTS;
+    if largest < MIN_CHUNK_POINTS {
+        return None;
+    }
+    let mut parts = n.div_ceil(largest).max(2);
     loop {
         let c = n.div_ceil(parts).next_multiple_of(MIN_CHUNK_POINTS).min(n);
         if fits(c) {
             return Some(c);
         }
-        if c <= MIN_CHUNK_POINTS {
-            return None;
-        }
-        parts *= 2;
+        parts += 1;
     }
 }
 
@@ -57,10 +72,10 @@ impl GpuMsm {
     /// from a thread of its own) overlapping the MSM of this one, each
     /// chunk's MSM as [`GpuMsm::msm`] runs it (witness-shaped per
     /// [`crate::MsmConfig::witness_shaped`]; its plan shrinks to what the
-    /// budget has left). The chunk size follows the budget: the largest of
-    /// n, n/2, n/4, ... whose two buffers take at most half of the budget's
-    /// available bytes (the share's, [`GpuMsm::within`]), down to
-    /// [`MIN_CHUNK_POINTS`] points.
+    /// budget has left). The chunk size follows the budget: n, or the
+    /// fewest equal chunks (multiples of [`MIN_CHUNK_POINTS`] points) whose
+    /// two buffers take at most half of the budget's available bytes (the
+    /// share's, [`GpuMsm::within`]), down to [`MIN_CHUNK_POINTS`] points.
     ///
     /// Every base crosses PCIe on every call: keep the bases in page-locked
     /// memory ([`cuzk_alloc::PinnedBuffer`], [`cuzk_alloc::PageLock`]) for
@@ -296,11 +311,21 @@ mod tests {
         let n = 1 << 27;
         // Everything fits: one chunk of all n points, one buffer.
         assert_eq!(stream_chunk(n, G1, 2 * (n * G1) as u64), Some(n));
-        // 16 GiB: chunks of n / 2^j with 4 chunk * 96 <= 16 GiB.
+        // 16 GiB: three chunks would need 4 * 44.7 M * 96 bytes, just over;
+        // four of 2^25 points fit (3 GiB a buffer).
         let c = stream_chunk(n, G1, 16 << 30).expect("fits");
         assert!(4 * (c * G1) as u64 <= 16 << 30);
         assert_eq!(c, n / 4, "2^25 points: 3 GiB a buffer");
         assert_eq!(c % MIN_CHUNK_POINTS, 0);
+        // 4.4 GB (H's share of a 16 GiB PoRep partition at 2^27): 12 equal
+        // chunks of 11.2 M points, not 16 of 2^23.
+        let c = stream_chunk(n, G1, 4_400_000_000).expect("fits");
+        assert!(4 * (c * G1) as u64 <= 4_400_000_000);
+        assert_eq!(n.div_ceil(c), 12);
+        assert_eq!(c % MIN_CHUNK_POINTS, 0);
+        // Chunks are as few as fit: one fewer would not.
+        let fewer = n.div_ceil(11).next_multiple_of(MIN_CHUNK_POINTS);
+        assert!(4 * (fewer * G1) as u64 > 4_400_000_000);
         // Uneven n: chunks are multiples of MIN_CHUNK_POINTS covering n.
         let n = 3 * (1 << 20) + 5;
         let c = stream_chunk(n, G1, 300 << 20).expect("fits");
