@@ -338,17 +338,20 @@ static __global__ void gather_records_kernel(uint4* __restrict__ dst, const uint
 }
 
 // The device address of byte `offset` of the mapped page-locked host
-// allocation or registration that starts at `base`; a cuzk status (not a
-// sticky CUDA error) when it is not mapped for this device.
+// allocation or registration that starts at `base`. Memory the runtime does
+// not map for this device is CUZK_ERR_INVALID_ARGUMENT with no CUDA error
+// left behind (the caller then gathers on the host); any other failure is
+// the CUDA error itself.
 static cuzk_status mapped_address(const void* base, uint64_t offset, const char* what, const void** out) {
     void* d = nullptr;
     cudaError_t e = cudaHostGetDevicePointer(&d, const_cast<void*>(base), 0);
-    if (e != cudaSuccess || !d) {
+    if (e == cudaErrorInvalidValue || e == cudaErrorNotSupported || (e == cudaSuccess && !d)) {
         (void)cudaGetLastError();
         return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                           "cuzk_gather_mapped: the %s is not mapped page-locked host memory (%s)", what,
                           cudaGetErrorString(e));
     }
+    CUZK_CUDA_TRY(e);
     *out = (const char*)d + offset;
     return ok();
 }
@@ -361,21 +364,28 @@ cuzk_status cuzk_gather_mapped(int32_t device, const cuzk_gather_args* args, voi
         CUZK_NEED(a.dst && a.src_base && a.indices_base, "cuzk_gather_mapped: null pointer");
         CUZK_NEED(a.record_bytes > 0 && a.record_bytes % 16 == 0,
                   "cuzk_gather_mapped: records must be a non-zero multiple of 16 bytes");
-        CUZK_NEED(a.src_offset % 16 == 0 && (uintptr_t)a.dst % 16 == 0 && (uintptr_t)a.src_base % 16 == 0,
-                  "cuzk_gather_mapped: the source and destination must be 16-byte aligned");
-        CUZK_NEED(a.indices_offset % 4 == 0 && (uintptr_t)a.indices_base % 4 == 0,
-                  "cuzk_gather_mapped: the indices must be 4-byte aligned");
+        CUZK_NEED((uintptr_t)a.dst % 16 == 0, "cuzk_gather_mapped: the destination must be 16-byte aligned");
         CUZK_CUDA_TRY(cudaSetDevice(device));
+        // A failure reported below must be this call's own: clear any
+        // earlier non-sticky error first.
+        (void)cudaGetLastError();
         const void* src = nullptr;
         const void* idx = nullptr;
         cuzk_status s = mapped_address(a.src_base, a.src_offset, "source", &src);
         if (s.code != 0) return s;
         s = mapped_address(a.indices_base, a.indices_offset, "index list", &idx);
         if (s.code != 0) return s;
+        CUZK_NEED((uintptr_t)src % 16 == 0 && (uintptr_t)idx % 4 == 0,
+                  "cuzk_gather_mapped: the source must be 16-byte and the indices 4-byte aligned");
+        int sms = 0;
+        CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         uint32_t words = a.record_bytes / 16;
         uint64_t total = a.count * words;
+        // Four blocks an SM keep enough reads in flight to fill the link
+        // and leave the SMs to the kernels beside the gather (a chunk's MSM).
         uint64_t blocks = (total + 255) / 256;
-        if (blocks > 65535) blocks = 65535;
+        uint64_t cap = 4 * (uint64_t)(sms > 0 ? sms : 1);
+        if (blocks > cap) blocks = cap;
         gather_records_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
             (uint4*)a.dst, (const uint4*)src, (const uint32_t*)idx, a.count, words);
         CUZK_CUDA_TRY(cudaGetLastError());

@@ -184,7 +184,9 @@ impl PageLock {
     ///
     /// # Safety
     /// `data`'s memory must stay allocated at the same address until the
-    /// guard is dropped.
+    /// guard is dropped, and the guard must not be dropped while a copy or
+    /// a gather ([`crate::Staging::upload_gather`], which lets the GPU read
+    /// the locked range directly) from the range is in flight.
     ///
     /// # Errors
     /// [`Error::Cuda`] (e.g. the range is already registered, or the

@@ -321,10 +321,11 @@ impl Staging {
         let src = as_bytes(src);
         if let Some((base, offset)) = crate::host::mapped_range(src) {
             match self.gather_mapped(dst, base, offset, record_bytes, indices) {
-                // Not mapped for this device, or misaligned: the host
-                // threads gather instead.
-                Err(Error::InvalidArgument(_)) => {}
-                r => return r,
+                // Refused before any kernel ran (not mapped for this
+                // device, or misaligned): the host threads gather instead.
+                Ok(false) => {}
+                Ok(true) => return Ok(()),
+                Err(e) => return Err(e),
             }
         }
         let lens: Vec<usize> = indices
@@ -343,13 +344,15 @@ impl Staging {
     /// read by a kernel on `dst`'s stream ([`sys::cuzk_gather_mapped`]).
     /// The indices go to the kernel through the pinned buffers, a chunk's
     /// worth a round: the host copies round k's while round k - 1's kernel
-    /// runs. Waits for the last kernel.
+    /// runs. Waits for the last kernel. `Ok(false)` when the GPU refused the
+    /// first round before any kernel ran (the records not a multiple of 16
+    /// bytes, a range misaligned or not mapped for the device, a chunk too
+    /// small for one index): nothing written, the host may gather instead.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] (nothing written) when the records are
-    /// not a multiple of 16 bytes, a range is misaligned or not mapped for
-    /// the device, or a chunk cannot hold one index; CUDA errors of the
-    /// kernels and synchronizes.
+    /// CUDA errors of the kernels and synchronizes (and a refusal of a
+    /// later round, which cannot happen as the first was accepted), after
+    /// the stream has been waited for: no kernel outlives the call.
     fn gather_mapped<T: DeviceRepr>(
         &mut self,
         dst: &DeviceBuffer<T>,
@@ -357,51 +360,63 @@ impl Staging {
         offset: u64,
         record_bytes: usize,
         indices: &[u32],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let per_round = self.chunk / std::mem::size_of::<u32>();
         let record_u32 = u32::try_from(record_bytes).unwrap_or(0);
         if per_round == 0 || record_u32 == 0 || record_bytes % 16 != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "Staging: a GPU gather needs records of a multiple of 16 bytes ({record_bytes} \
-                 given) and chunks of at least 4 bytes ({} given)",
-                self.chunk
-            )));
+            return Ok(false);
         }
         let stream = dst.stream.clone();
         let device = dst.memory.device();
-        for (k, ix) in indices.chunks(per_round).enumerate() {
-            let buf = &mut self.bufs[k % 2];
-            // Buffer k % 2 was last read by round k - 2's kernel, which the
-            // synchronize of round k - 1 waited for.
-            let bytes = as_bytes(ix);
-            par_copy(&self.pool, &mut buf[..bytes.len()], bytes);
-            stream.synchronize()?;
-            let args = sys::cuzk_gather_args {
-                dst: dst
-                    .ptr
-                    .0
-                    .cast::<u8>()
-                    .wrapping_add(k * per_round * record_bytes)
-                    .cast(),
-                src_base: base.cast(),
-                src_offset: offset,
-                indices_base: buf.as_ptr().cast(),
-                indices_offset: 0,
-                count: ix.len() as u64,
-                record_bytes: record_u32,
-            };
-            // SAFETY: `dst` holds indices.len() * record_bytes bytes (checked
-            // by the caller), so round k's records stay inside it; every
-            // index is a record of the source (checked by the caller), which
-            // lies inside the mapped range at `base` that the caller's borrow
-            // keeps locked; the indices sit in a pinned buffer of this
-            // staging that is not written again before the synchronize that
-            // follows its kernel.
-            check(unsafe { sys::cuzk_gather_mapped(device, &args, stream.as_raw()) })?;
+        let mut launched = false;
+        let mut rounds = || -> Result<()> {
+            for (k, ix) in indices.chunks(per_round).enumerate() {
+                let buf = &mut self.bufs[k % 2];
+                // Buffer k % 2 was last read by round k - 2's kernel, which
+                // the synchronize of round k - 1 waited for.
+                let bytes = as_bytes(ix);
+                par_copy(&self.pool, &mut buf[..bytes.len()], bytes);
+                stream.synchronize()?;
+                let args = sys::cuzk_gather_args {
+                    dst: dst
+                        .ptr
+                        .0
+                        .cast::<u8>()
+                        .wrapping_add(k * per_round * record_bytes)
+                        .cast(),
+                    src_base: base.cast(),
+                    src_offset: offset,
+                    indices_base: buf.as_ptr().cast(),
+                    indices_offset: 0,
+                    count: ix.len() as u64,
+                    record_bytes: record_u32,
+                };
+                // SAFETY: `dst` holds indices.len() * record_bytes bytes
+                // (checked by the caller), so round k's records stay inside
+                // it; every index is a record of the source (checked by the
+                // caller), which lies inside the mapped range at `base` that
+                // the caller's borrow keeps locked; the indices sit in a
+                // pinned buffer of this staging that is not written again
+                // before the synchronize that follows its kernel.
+                check(unsafe { sys::cuzk_gather_mapped(device, &args, stream.as_raw()) })?;
+                launched = true;
+            }
+            stream.synchronize()
+        };
+        match rounds() {
+            Ok(()) => {
+                self.gpu_gathers += 1;
+                Ok(true)
+            }
+            // The first round refused before its kernel: nothing ran.
+            Err(Error::InvalidArgument(_)) if !launched => Ok(false),
+            Err(e) => {
+                // No kernel may still read the indices' buffers or the
+                // caller's memory once the call returns.
+                let _ = stream.synchronize();
+                Err(e)
+            }
         }
-        stream.synchronize()?;
-        self.gpu_gathers += 1;
-        Ok(())
     }
 
     /// Copies `src` into `dst` (elements; equal lengths), on `src`'s

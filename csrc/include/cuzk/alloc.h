@@ -104,7 +104,8 @@ typedef struct cuzk_gather_args {
     void* dst;
     /* The start of one mapped page-locked host allocation or registration
      * (cuzk_host_alloc, cuzk_host_register) that holds the source records,
-     * and the byte offset of record 0 in it (a multiple of 16). */
+     * and the byte offset of record 0 in it (the record's device address a
+     * multiple of 16). */
     const void* src_base;
     uint64_t src_offset;
     /* The same for the `count` 32-bit record indices. */
@@ -120,7 +121,8 @@ typedef struct cuzk_gather_args {
  * the chosen records cross the link and no host thread copies them. The
  * caller checks every index against the source's records and keeps both host
  * ranges locked until the stream has run the kernel. CUZK_ERR_INVALID_ARGUMENT
- * (no CUDA error) when a range is not mapped for `device` or misaligned. */
+ * with no kernel launched (and no CUDA error left behind) when a range is not
+ * mapped for `device` or misaligned; other failures are CUDA errors. */
 cuzk_status cuzk_gather_mapped(int32_t device, const cuzk_gather_args* args, void* stream);
 
 #ifdef __cplusplus
