@@ -381,10 +381,12 @@ cuzk_status cuzk_gather_mapped(int32_t device, const cuzk_gather_args* args, voi
         CUZK_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         uint32_t words = a.record_bytes / 16;
         uint64_t total = a.count * words;
-        // Four blocks an SM keep enough reads in flight to fill the link
-        // and leave the SMs to the kernels beside the gather (a chunk's MSM).
+        // Two blocks an SM: each thread waits about two PCIe round trips
+        // (its index, then its word) for 16 bytes, so 512 threads an SM keep
+        // several times the link's bandwidth in flight, and the SMs stay
+        // with the kernels beside the gather (H's MSM, the chunk's own).
         uint64_t blocks = (total + 255) / 256;
-        uint64_t cap = 4 * (uint64_t)(sms > 0 ? sms : 1);
+        uint64_t cap = 2 * (uint64_t)(sms > 0 ? sms : 1);
         if (blocks > cap) blocks = cap;
         gather_records_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
             (uint4*)a.dst, (const uint4*)src, (const uint32_t*)idx, a.count, words);

@@ -1070,8 +1070,9 @@ fn warm_up_proves_on_every_worker_cpu() {
 /// holds one proof's working set and half the key); a job of other
 /// matrices, and the witness check, take the CPU's evaluation and give
 /// the same proofs; two workers of a MultiGpuProver under the cap prove a
-/// batch the same way. The budget's peak stays under its limit and every
-/// byte comes back.
+/// batch the same way (one proof admitted at a time, whose H stage then
+/// evaluates C z beside b's NTTs where a third vector fits). The budget's
+/// peak stays under its limit and every byte comes back.
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_r1cs_evaluation_matches_cpu() {
@@ -1179,6 +1180,15 @@ fn gpu_r1cs_evaluation_matches_cpu() {
         }
         let busy = cuzk_prover::gpu_busy_fraction_device(&timings, d0, d1).unwrap();
         assert!(busy > 0.0 && busy <= 1.0, "{name}: busy {busy}");
+        let peak = mem.budget().peak_claimed_bytes();
+        let limit = mem.budget().limit_bytes().unwrap();
+        assert!(peak <= limit, "{name}: batch peak {peak} > limit {limit}");
+        report(&format!(
+            "gpu_r1cs_evaluation_matches_cpu: {name}: batch of 2 workers, {:?} admitted at once, \
+             peak {}",
+            multi.concurrent_proofs(0),
+            cuzk_alloc::fmt_bytes(peak)
+        ));
         drop(multi);
         mem.check_all_returned().unwrap();
     }

@@ -61,7 +61,7 @@ impl Lane {
     fn new(
         device: i32,
         memory: Option<Arc<DeviceMemory>>,
-        prover: Prover,
+        mut prover: Prover,
         workers: usize,
     ) -> Result<Self> {
         let ticket = prover.working_set_bytes().max(1);
@@ -74,6 +74,9 @@ impl Lane {
             }
             None => workers,
         };
+        // One proof at a time in the GPU stage: its H stage may take more
+        // than the working set's two vectors where the budget holds them.
+        prover.sole_proof = memory.is_some() && slots == 1;
         let gate = Budget::new(
             BudgetConfig {
                 margin_bytes: 0,

@@ -183,6 +183,11 @@ pub struct Prover {
     /// Whether a streamed witness query sends only the bases of non-zero
     /// scalars ([`Prover::with_nonzero_streaming`]).
     pub(crate) nonzero_streaming: bool,
+    /// Whether this prover's proofs have its device's GPU stage to
+    /// themselves, one at a time (set by a [`crate::MultiGpuProver`] lane
+    /// that admits one proof at once): the H stage may then evaluate C z
+    /// into a third vector beside b's NTTs where the budget holds it.
+    pub(crate) sole_proof: bool,
 }
 
 impl std::fmt::Debug for Prover {
@@ -354,6 +359,7 @@ impl Prover {
             check_witness: false,
             overlap_msms: true,
             nonzero_streaming: false,
+            sole_proof: false,
         };
         if prover.gpu.is_some() {
             tracing::info!(
@@ -641,7 +647,10 @@ impl Prover {
     /// reserve this much before a proof's GPU stage
     /// ([`crate::MultiGpuProver`]); the MSMs shrink their plans (and stream
     /// their bases) to what the budget holds, so a proof also runs where
-    /// the budget is smaller than this figure.
+    /// the budget is smaller than this figure. With the R1CS evaluated on
+    /// the GPU the H stage holds z and two vectors; a lane that admits one
+    /// proof at a time lets it take a third (C z evaluated beside B z's
+    /// NTTs) only where the budget has that much free beyond what it holds.
     pub fn working_set_bytes(&self) -> u64 {
         working_set(
             &self.pk,
@@ -886,7 +895,14 @@ impl Prover {
                         Some(p) => g.ntt.upload(p)?,
                         None => g.ntt.upload(z)?,
                     };
-                    let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n)?;
+                    let h = qap::device_quotient(
+                        &g.ntt,
+                        d,
+                        &zd,
+                        job.num_inputs,
+                        log_n,
+                        self.sole_proof,
+                    )?;
                     g.ntt.stream().synchronize()?;
                     Ok((zd, h))
                 };

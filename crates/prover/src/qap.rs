@@ -275,13 +275,21 @@ fn from_coset<E: QuotientEngine>(
     )
 }
 
+/// Device memory left free when the H stage takes a third vector
+/// (`device_quotient`'s `third`): for the NTTs' and the product's small
+/// allocations beside it.
+const THIRD_VECTOR_HEADROOM_BYTES: u64 = 512 << 20;
+
 /// The coefficients of H on the GPU from the device-resident assignment
 /// `z` (see [`quotient`]), with `A z`, `B z`, `C z` evaluated there by
-/// `r1cs` and never more than two vectors of the domain on the device
-/// beside `z`: `a` goes to the coset while `b` is evaluated on a stream
-/// of its own, then `b` goes there too and `a * b` replaces `a` before `b`
-/// is freed; then `c`, and the quotient replaces `a * b` before `c` is
-/// freed. Left in device memory for the H MSM.
+/// `r1cs` and two vectors of the domain on the device beside `z`: `a` goes
+/// to the coset while `b` is evaluated on a stream of its own, then `b`
+/// goes there too and `a * b` replaces `a` before `b` is freed; then `c`,
+/// and the quotient replaces `a * b` before `c` is freed. With `third`
+/// (the caller's proof has the device's GPU stage to itself), `c` is
+/// evaluated beside `b`'s NTTs and the product where the budget holds a
+/// third vector with [`THIRD_VECTOR_HEADROOM_BYTES`] to spare, else after
+/// them. Left in device memory for the H MSM.
 ///
 /// # Errors
 /// The evaluation's and the NTT engine's errors.
@@ -291,6 +299,7 @@ pub(crate) fn device_quotient(
     z: &DeviceBuffer<Fr>,
     num_inputs: usize,
     log_n: u32,
+    third: bool,
 ) -> Result<DeviceBuffer<Fr>> {
     let n = 1usize << log_n;
     let engine = GpuEngine(ntt);
@@ -332,15 +341,63 @@ pub(crate) fn device_quotient(
                 .evaluate_beside(1, z, &mut b, 0, &side)
                 .map_err(settle)?,
         }
-        to_coset(&engine, &mut b, log_n, Orders::Reversed).map_err(settle)?;
+        // C z beside b's NTTs and the product, on `side`, where allowed and
+        // the budget holds c and its chunks with room to spare.
+        let vector = (n * std::mem::size_of::<Fr>()) as u64;
+        let room = vector
+            .saturating_add(r1cs.stream_buffer_bytes())
+            .saturating_add(THIRD_VECTOR_HEADROOM_BYTES);
+        let mut early = None;
+        if third && mem.budget().available_bytes().map_err(settle)? >= room {
+            match mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side, None) {
+                Ok(c) => early = Some(c),
+                Err(Error::OutOfMemory(_)) => {}
+                Err(e) => return Err(settle(e)),
+            }
+        }
+        let (product, c_done) = std::thread::scope(|s| {
+            let eval_c = early.as_mut().map(|c| {
+                std::thread::Builder::new()
+                    .name("cuzk-eval-c".into())
+                    .spawn_scoped(s, || r1cs.evaluate_beside(2, z, c, 0, &side).map(|()| true))
+            });
+            let product = to_coset(&engine, &mut b, log_n, Orders::Reversed)
+                .and_then(|()| ntt.mul_in_place(&mut h, &b));
+            // Whether C z is in c: false when no thread was to be had.
+            let c_done = eval_c.map(|t| match t {
+                Ok(t) => t.join().unwrap_or_else(|_| {
+                    Err(Error::Internal("the evaluation of C z panicked".into()))
+                }),
+                Err(_) => Ok(false),
+            });
+            (product, c_done)
+        });
         // mul_in_place waits for its kernel: b may be freed after it.
-        ntt.mul_in_place(&mut h, &b).map_err(settle)?;
-    }
-    {
-        let mut c = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
-        r1cs.evaluate(2, z, &mut c, 0, ntt.stream())?;
-        to_coset(&engine, &mut c, log_n, Orders::Reversed)?;
-        ntt.coset_quotient_of_product_in_place(&mut h, &c, <Fr as ark_ff::FftField>::GENERATOR)?;
+        product.map_err(settle)?;
+        drop(b);
+        match c_done {
+            Some(Ok(true)) | None => {}
+            // No thread, or its chunks' buffers did not fit: c is freed
+            // once `side` is idle, and evaluated after the product below.
+            Some(Ok(false)) | Some(Err(Error::OutOfMemory(_))) => {
+                side.synchronize()?;
+                early = None;
+            }
+            Some(Err(e)) => return Err(settle(e)),
+        }
+        let mut c = match early {
+            Some(c) => c,
+            None => {
+                let mut c = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, ntt.stream(), None)?;
+                r1cs.evaluate(2, z, &mut c, 0, ntt.stream())?;
+                c
+            }
+        };
+        // c may live on `side`: the NTT engine orders after its stream, and
+        // the quotient waits for its kernel before c is freed there.
+        to_coset(&engine, &mut c, log_n, Orders::Reversed).map_err(settle)?;
+        ntt.coset_quotient_of_product_in_place(&mut h, &c, <Fr as ark_ff::FftField>::GENERATOR)
+            .map_err(settle)?;
     }
     from_coset(&engine, &mut h, log_n, Orders::Reversed)?;
     Ok(h)
