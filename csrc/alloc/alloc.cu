@@ -325,9 +325,10 @@ cuzk_status cuzk_fill_u32(int32_t device, void* ptr, uint64_t words, uint32_t va
 // word w % words of record w / words, so that a warp reads consecutive words
 // of its records (whole 32-byte sectors of each 96- or 192-byte record) and
 // the reads of neighbouring records merge into full lines on the link.
-static __global__ void gather_records_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src,
-                                             const uint32_t* __restrict__ idx, uint64_t count,
-                                             uint32_t words) {
+// Plain global loads (no __restrict__, so no read-only-cache path) for the
+// host-mapped source and indices.
+static __global__ void gather_records_kernel(uint4* dst, const uint4* src, const uint32_t* idx,
+                                             uint64_t count, uint32_t words) {
     uint64_t total = count * words;
     for (uint64_t w = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; w < total;
          w += (uint64_t)gridDim.x * blockDim.x) {

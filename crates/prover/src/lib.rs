@@ -74,6 +74,7 @@ mod query;
 mod r1cs;
 pub mod r1cs_file;
 mod sparse;
+mod stage;
 #[cfg(feature = "test-utils")]
 pub mod synthetic;
 #[allow(unreachable_pub)] // generated bindings: `pub` items of a private module

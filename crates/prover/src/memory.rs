@@ -65,7 +65,9 @@ fn stage_bytes(pk: &ProvingKey, full_twiddle_bytes: u64, device_eval: Option<u64
     let table = (1u64 << log_n.div_ceil(2)) + (1u64 << (log_n / 2)) + 1;
     let z = pk.a_query.len() as u64 * SCALAR_BYTES;
     // The H stage holds a, b and c at once (the quotient goes into a); with
-    // the evaluation on the GPU, z, two of them and a chunk's buffers.
+    // the evaluation on the GPU, z, two of them and a chunk's buffers (a
+    // proof alone on its device may take the third where the budget has it
+    // free: not counted here, see `qap::device_quotient`).
     let vectors = match device_eval {
         None => 3 * n * SCALAR_BYTES,
         Some(chunks) => (2 * n * SCALAR_BYTES)

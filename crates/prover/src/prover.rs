@@ -183,10 +183,11 @@ pub struct Prover {
     /// Whether a streamed witness query sends only the bases of non-zero
     /// scalars ([`Prover::with_nonzero_streaming`]).
     pub(crate) nonzero_streaming: bool,
-    /// Whether this prover's proofs have its device's GPU stage to
-    /// themselves, one at a time (set by a [`crate::MultiGpuProver`] lane
-    /// that admits one proof at once): the H stage may then evaluate C z
-    /// into a third vector beside b's NTTs where the budget holds it.
+    /// Whether this prover's proofs are admitted to the GPU stage one at a
+    /// time (set by a [`crate::MultiGpuProver`] lane that admits one proof
+    /// at once): a proof that then finds no other proof in a GPU stage on
+    /// its device (of any prover sharing the memory) may evaluate C z into
+    /// a third vector beside B z's NTTs where the budget holds it.
     pub(crate) sole_proof: bool,
 }
 
@@ -648,9 +649,10 @@ impl Prover {
     /// ([`crate::MultiGpuProver`]); the MSMs shrink their plans (and stream
     /// their bases) to what the budget holds, so a proof also runs where
     /// the budget is smaller than this figure. With the R1CS evaluated on
-    /// the GPU the H stage holds z and two vectors; a lane that admits one
-    /// proof at a time lets it take a third (C z evaluated beside B z's
-    /// NTTs) only where the budget has that much free beyond what it holds.
+    /// the GPU the H stage holds z and two vectors; a proof of a lane that
+    /// admits one at a time, alone in a GPU stage on its device, takes a
+    /// third (C z evaluated beside B z's NTTs) only where the budget has
+    /// that much free beyond what it holds.
     pub fn working_set_bytes(&self) -> u64 {
         working_set(
             &self.pk,
@@ -877,6 +879,10 @@ impl Prover {
         // H first, so that on the GPU its device buffer (the H MSM's
         // scalars, never copied to the host) is freed before the other MSMs
         // (or, when they run beside H's MSM, when both sides are done).
+        let _stage = self
+            .gpu
+            .as_ref()
+            .map(|g| crate::stage::Stage::enter(g.ntt.memory()));
         let device_start = self.gpu.as_ref().map(Gpu::clock_ms).transpose()?;
         let t0 = Instant::now();
         let stage_start = t0;
@@ -895,14 +901,8 @@ impl Prover {
                         Some(p) => g.ntt.upload(p)?,
                         None => g.ntt.upload(z)?,
                     };
-                    let h = qap::device_quotient(
-                        &g.ntt,
-                        d,
-                        &zd,
-                        job.num_inputs,
-                        log_n,
-                        self.sole_proof,
-                    )?;
+                    let third = self.sole_proof && crate::stage::alone(g.ntt.memory());
+                    let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n, third)?;
                     g.ntt.stream().synchronize()?;
                     Ok((zd, h))
                 };

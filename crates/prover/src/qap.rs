@@ -278,7 +278,7 @@ fn from_coset<E: QuotientEngine>(
 /// Device memory left free when the H stage takes a third vector
 /// (`device_quotient`'s `third`): for the NTTs' and the product's small
 /// allocations beside it.
-const THIRD_VECTOR_HEADROOM_BYTES: u64 = 512 << 20;
+const THIRD_VECTOR_HEADROOM_BYTES: u64 = 256 << 20;
 
 /// The coefficients of H on the GPU from the device-resident assignment
 /// `z` (see [`quotient`]), with `A z`, `B z`, `C z` evaluated there by
@@ -287,9 +287,9 @@ const THIRD_VECTOR_HEADROOM_BYTES: u64 = 512 << 20;
 /// goes there too and `a * b` replaces `a` before `b` is freed; then `c`,
 /// and the quotient replaces `a * b` before `c` is freed. With `third`
 /// (the caller's proof has the device's GPU stage to itself), `c` is
-/// evaluated beside `b`'s NTTs and the product where the budget holds a
-/// third vector with [`THIRD_VECTOR_HEADROOM_BYTES`] to spare, else after
-/// them. Left in device memory for the H MSM.
+/// evaluated on a third stream beside `b`'s NTTs and the product where the
+/// budget holds a third vector with [`THIRD_VECTOR_HEADROOM_BYTES`] to
+/// spare, else after them. Left in device memory for the H MSM.
 ///
 /// # Errors
 /// The evaluation's and the NTT engine's errors.
@@ -316,8 +316,12 @@ pub(crate) fn device_quotient(
         // On a failure, kernels may still be queued on either stream that
         // read z (freed later on the NTT stream) or write b (freed on
         // `side`): both streams are waited for before either is freed.
+        // C z's stream, when it runs beside b's NTTs: not `side`, whose
+        // buffer b the NTT engine waits for before each of b's transforms.
+        let side_c = cuzk_alloc::Stream::new(mem.device())?;
         let settle = |e: Error| {
             let _ = side.synchronize();
+            let _ = side_c.synchronize();
             let _ = ntt.stream().synchronize();
             e
         };
@@ -341,25 +345,37 @@ pub(crate) fn device_quotient(
                 .evaluate_beside(1, z, &mut b, 0, &side)
                 .map_err(settle)?,
         }
-        // C z beside b's NTTs and the product, on `side`, where allowed and
-        // the budget holds c and its chunks with room to spare.
+        // C z beside b's NTTs and the product, on `side_c`, where allowed
+        // and the budget holds c and its chunks with room to spare.
         let vector = (n * std::mem::size_of::<Fr>()) as u64;
         let room = vector
             .saturating_add(r1cs.stream_buffer_bytes())
             .saturating_add(THIRD_VECTOR_HEADROOM_BYTES);
         let mut early = None;
-        if third && mem.budget().available_bytes().map_err(settle)? >= room {
-            match mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side, None) {
-                Ok(c) => early = Some(c),
-                Err(Error::OutOfMemory(_)) => {}
-                Err(e) => return Err(settle(e)),
+        if third {
+            let available = mem.budget().available_bytes().map_err(settle)?;
+            if available >= room {
+                match mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side_c, None) {
+                    Ok(c) => early = Some(c),
+                    Err(Error::OutOfMemory(_)) => {}
+                    Err(e) => return Err(settle(e)),
+                }
             }
+            tracing::debug!(
+                target: "cuzk_prover",
+                room,
+                available,
+                beside = early.is_some(),
+                "C z: a third vector beside B z's NTTs"
+            );
         }
         let (product, c_done) = std::thread::scope(|s| {
             let eval_c = early.as_mut().map(|c| {
                 std::thread::Builder::new()
                     .name("cuzk-eval-c".into())
-                    .spawn_scoped(s, || r1cs.evaluate_beside(2, z, c, 0, &side).map(|()| true))
+                    .spawn_scoped(s, || {
+                        r1cs.evaluate_beside(2, z, c, 0, &side_c).map(|()| true)
+                    })
             });
             let product = to_coset(&engine, &mut b, log_n, Orders::Reversed)
                 .and_then(|()| ntt.mul_in_place(&mut h, &b));
@@ -380,7 +396,7 @@ pub(crate) fn device_quotient(
             // No thread, or its chunks' buffers did not fit: c is freed
             // once `side` is idle, and evaluated after the product below.
             Some(Ok(false)) | Some(Err(Error::OutOfMemory(_))) => {
-                side.synchronize()?;
+                side_c.synchronize()?;
                 early = None;
             }
             Some(Err(e)) => return Err(settle(e)),
@@ -393,8 +409,8 @@ pub(crate) fn device_quotient(
                 c
             }
         };
-        // c may live on `side`: the NTT engine orders after its stream, and
-        // the quotient waits for its kernel before c is freed there.
+        // c may live on `side_c`: the NTT engine orders after its stream,
+        // and the quotient waits for its kernel before c is freed there.
         to_coset(&engine, &mut c, log_n, Orders::Reversed).map_err(settle)?;
         ntt.coset_quotient_of_product_in_place(&mut h, &c, <Fr as ark_ff::FftField>::GENERATOR)
             .map_err(settle)?;
