@@ -679,7 +679,10 @@ fn multi_gpu_partitions() {
 /// On one GPU whose budget is capped to the key plus 1.5 working sets: two
 /// workers admit one proof at a time to the GPU stage, and all 6 partitions
 /// of a 2^14 circuit prove (no out-of-memory), equal the CPU prover's
-/// proofs and verify; the budget's peak stays within its limit.
+/// proofs and verify; the budget's peak stays within its limit. A second
+/// prover over the same memory (a service's second circuit) shares the
+/// device's admission: batches of both at once never have two GPU stages
+/// at the same time.
 #[test]
 #[ignore = "needs a GPU"]
 fn two_workers_under_cap() {
@@ -731,7 +734,38 @@ fn two_workers_under_cap() {
     ));
     assert!(peak <= limit, "peak {peak} over the limit {limit}");
     assert_eq!(multi.peak_concurrent_proofs(0), Some(1));
-    drop(multi);
+    // A second prover of the same key over the same memory, both batches
+    // at once: one GPU stage at a time on the device.
+    let other = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2).unwrap();
+    let (mine, theirs) = std::thread::scope(|s| {
+        let a = s.spawn(|| multi.prove_batch(&jobs, None).unwrap());
+        let b = s.spawn(|| other.prove_batch(&jobs, None).unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let mut stages = Vec::new();
+    for (i, o) in mine.iter().chain(&theirs).enumerate() {
+        let (p, t, _) = o.as_ref().unwrap_or_else(|e| panic!("proof {i}: {e}"));
+        assert_eq!(
+            *p,
+            cpu.prove_job(&jobs[i % jobs.len()]).unwrap().0,
+            "proof {i}"
+        );
+        stages.push(t.gpu_stage.expect("a GPU stage"));
+    }
+    stages.sort();
+    for w in stages.windows(2) {
+        assert!(
+            w[0].1 <= w[1].0,
+            "two GPU stages at once on one device: {w:?}"
+        );
+    }
+    let peak = mem.budget().peak_claimed_bytes();
+    assert!(
+        peak <= limit,
+        "two provers: peak {peak} over the limit {limit}"
+    );
+    report("two_workers_under_cap: two provers over one memory, one GPU stage at a time");
+    drop((multi, other));
     mem.check_all_returned().unwrap();
 }
 

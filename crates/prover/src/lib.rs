@@ -62,6 +62,7 @@
 //! Always built: [`r1cs_file`], a versioned, checksummed file format for
 //! a circuit's R1CS matrices, written and read as a stream.
 
+mod admission;
 mod batch;
 #[cfg(feature = "circuits")]
 pub mod circuits;

@@ -6,21 +6,23 @@
 //! assignment names and to no other.
 //!
 //! Workers of one lane are admitted to a proof's GPU stage through the
-//! lane's admission gate: a reservation of [`Prover::working_set_bytes`]
-//! taken with `Budget::reserve_wait` from a gate budget whose capacity is
-//! as many working sets as the device budget had room for beside the key
-//! (at least one, at most the number of workers). The gate is a budget of
-//! its own, not the device's: the NTT and MSM engines claim their buffers
-//! from the device budget as they allocate them, and a reservation of the
-//! same bytes there would count them twice. So on a card where only one
-//! working set fits beside the key, the second worker waits for the first
-//! (its CPU stage still overlaps the first's GPU stage: the evaluation of
-//! `A z, B z, C z`, or with the circuit's R1CS on the GPU
-//! ([`MultiGpuProver::with_r1cs`]) only the copy of its assignment into
-//! pinned memory), and no proof runs out of memory for want of a plan.
+//! device's admission gate: as many proofs at once as working sets
+//! ([`Prover::working_set_bytes`]) fit the device budget beside the key
+//! when the lane was built (at least one, at most the number of workers).
+//! The gate counts proofs, not bytes: the NTT and MSM engines claim their
+//! buffers from the device budget as they allocate them, and a reservation
+//! of the same bytes there would count them twice. Lanes of several
+//! provers over one `DeviceMemory` (a proving service's circuits on one
+//! GPU) share the gate, at the fewest places any of them allows. So on a
+//! card where only one working set fits beside the key, the second worker
+//! waits for the first (its CPU stage still overlaps the first's GPU
+//! stage: the evaluation of `A z, B z, C z`, or with the circuit's R1CS on
+//! the GPU ([`MultiGpuProver::with_r1cs`]) only the copy of its assignment
+//! into pinned memory), and no proof runs out of memory for want of a plan.
 
+use crate::admission::Registration;
 use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result, SparseR1cs};
-use cuzk_alloc::{Budget, BudgetConfig, DeviceMemory, MemSource};
+use cuzk_alloc::DeviceMemory;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,26 +37,19 @@ const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(3600);
 /// ordinal; the lane's index for [`MultiGpuProver::cpu`]) that proved it.
 pub type MultiProof = (Proof, ProofTimings, i32);
 
-/// A gate's fixed capacity, as a budget's memory source.
-struct Capacity(u64);
-
-impl MemSource for Capacity {
-    fn mem_info(&self) -> Result<(u64, u64)> {
-        Ok((self.0, self.0))
-    }
-}
-
-/// One device: its memory, its prover, its admission gate.
+/// One device: its memory, its prover, its place at the device's
+/// admission gate.
 struct Lane {
     device: i32,
     memory: Option<Arc<DeviceMemory>>,
     prover: Prover,
-    /// Admission to a GPU stage: `slots` reservations of `ticket` bytes.
-    gate: Budget,
-    ticket: u64,
+    /// Admission to a GPU stage, `slots` proofs at once at most (fewer
+    /// where another prover's lane on the same memory allows fewer).
+    gate: Registration,
     slots: usize,
-    /// Proofs of this lane waiting at the gate.
-    waiting: AtomicUsize,
+    /// This lane's proofs in a GPU stage now, and the most so far.
+    in_stage: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 impl Lane {
@@ -77,21 +72,15 @@ impl Lane {
         // One proof at a time in the GPU stage: its H stage may take more
         // than the working set's two vectors where the budget holds them.
         prover.sole_proof = memory.is_some() && slots == 1;
-        let gate = Budget::new(
-            BudgetConfig {
-                margin_bytes: 0,
-                cap_bytes: None,
-            },
-            Box::new(Capacity(ticket * slots as u64)),
-        );
+        let gate = Registration::new(memory.as_ref().map(|m| Arc::as_ptr(m) as usize), slots);
         Ok(Lane {
             device,
             memory,
             prover,
             gate,
-            ticket,
             slots,
-            waiting: AtomicUsize::new(0),
+            in_stage: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
         })
     }
 
@@ -103,26 +92,18 @@ impl Lane {
     /// during its wait; so do all with `pin_always` (a warm-up, which must
     /// leave the pinned buffers a batch will use).
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration, pin_always: bool) -> Result<MultiProof> {
-        let idle = !pin_always
-            && self.prover.evaluates_on_gpu(job)
-            && self.waiting.load(Ordering::SeqCst) == 0
-            && self.gate.claimed_bytes() == 0;
-        let now = if idle {
-            self.gate.try_reserve(self.ticket).ok()
-        } else {
-            None
-        };
+        let idle = !pin_always && self.prover.evaluates_on_gpu(job) && self.gate.idle();
+        let now = if idle { self.gate.try_admit() } else { None };
         let prepared = self.prover.prepare(job, 0.0, now.is_none())?;
         let _admitted = match now {
             Some(admitted) => admitted,
-            None => {
-                self.waiting.fetch_add(1, Ordering::SeqCst);
-                let r = self.gate.reserve_wait(self.ticket, timeout);
-                self.waiting.fetch_sub(1, Ordering::SeqCst);
-                r?
-            }
+            None => self.gate.admit(timeout)?,
         };
-        let (proof, timings) = self.prover.finish(job, prepared)?;
+        let here = self.in_stage.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(here, Ordering::SeqCst);
+        let r = self.prover.finish(job, prepared);
+        self.in_stage.fetch_sub(1, Ordering::SeqCst);
+        let (proof, timings) = r?;
         Ok((proof, timings, self.device))
     }
 }
@@ -428,7 +409,9 @@ impl MultiGpuProver {
     /// How many proofs lane `lane` admits to the GPU stage at once: the
     /// working sets ([`Prover::working_set_bytes`]) that fit the device
     /// budget beside the key when the prover was built, between 1 and the
-    /// workers a device (`None` past the last lane).
+    /// workers a device (`None` past the last lane). Where other provers'
+    /// lanes share the device's memory, the device admits the fewest that
+    /// any of them allows.
     pub fn concurrent_proofs(&self, lane: usize) -> Option<usize> {
         self.lanes.get(lane).map(|l| l.slots)
     }
@@ -436,9 +419,7 @@ impl MultiGpuProver {
     /// The most proofs lane `lane` has had in its GPU stage at once so far
     /// (`None` past the last lane).
     pub fn peak_concurrent_proofs(&self, lane: usize) -> Option<usize> {
-        self.lanes
-            .get(lane)
-            .map(|l| (l.gate.peak_claimed_bytes() / l.ticket) as usize)
+        self.lanes.get(lane).map(|l| l.peak.load(Ordering::SeqCst))
     }
 
     /// One proof on lane `lane` (the device `devices()[lane]`), for callers
