@@ -6,7 +6,7 @@
 //! circuits never run out of memory beside each other.
 
 use crate::{Error, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -32,8 +32,12 @@ struct State {
     lanes: BTreeMap<u64, usize>,
     /// Proofs admitted now.
     admitted: usize,
-    /// Proofs waiting for admission now.
-    waiting: usize,
+    /// Proofs waiting for admission now, in the order they came: each is
+    /// admitted when it is first and there is a place, so that no
+    /// circuit's workers overtake another's for ever.
+    queue: VecDeque<u64>,
+    /// The next waiter's number.
+    next: u64,
 }
 
 impl State {
@@ -93,13 +97,13 @@ impl Registration {
     /// Whether no proof is in a GPU stage on the device and none waits.
     pub(crate) fn idle(&self) -> bool {
         let st = self.gate.state();
-        st.admitted == 0 && st.waiting == 0
+        st.admitted == 0 && st.queue.is_empty()
     }
 
-    /// Admission now, if there is a place.
+    /// Admission now, if there is a place and nobody waits for one.
     pub(crate) fn try_admit(&self) -> Option<Admission> {
         let mut st = self.gate.state();
-        (st.admitted < st.permits()).then(|| {
+        (st.queue.is_empty() && st.admitted < st.permits()).then(|| {
             st.admitted += 1;
             Admission {
                 gate: self.gate.clone(),
@@ -107,37 +111,46 @@ impl Registration {
         })
     }
 
-    /// Admission, waiting up to `timeout` for a place.
+    /// Admission, waiting up to `timeout` (first come, first served) for a
+    /// place.
     ///
     /// # Errors
     /// [`Error::OutOfMemory`] when no place came within `timeout`.
     pub(crate) fn admit(&self, timeout: Duration) -> Result<Admission> {
-        let deadline = Instant::now() + timeout;
+        // A timeout past the clock's range waits for ever.
+        let deadline = Instant::now().checked_add(timeout);
         let mut st = self.gate.state();
-        st.waiting += 1;
+        let me = st.next;
+        st.next += 1;
+        st.queue.push_back(me);
         loop {
-            if st.admitted < st.permits() {
+            if st.queue.front() == Some(&me) && st.admitted < st.permits() {
+                st.queue.pop_front();
                 st.admitted += 1;
-                st.waiting -= 1;
+                drop(st);
+                // The next in line may have a place too.
+                self.gate.released.notify_all();
                 return Ok(Admission {
                     gate: self.gate.clone(),
                 });
             }
             let now = Instant::now();
-            if now >= deadline {
-                st.waiting -= 1;
+            if deadline.is_some_and(|d| now >= d) {
+                st.queue.retain(|&t| t != me);
+                let (admitted, permits) = (st.admitted, st.permits());
+                drop(st);
+                self.gate.released.notify_all();
                 return Err(Error::OutOfMemory(format!(
-                    "no admission to a GPU stage within {timeout:?}: {} proofs of {} allowed at \
-                     once on this device are still in theirs; raise the admission timeout or \
-                     give the device fewer workers",
-                    st.admitted,
-                    st.permits()
+                    "no admission to a GPU stage within {timeout:?}: {admitted} proofs of \
+                     {permits} allowed at once on this device are still in theirs; raise the \
+                     admission timeout or give the device fewer workers"
                 )));
             }
+            let wait = deadline.map_or(Duration::from_secs(3600), |d| d - now);
             st = self
                 .gate
                 .released
-                .wait_timeout(st, deadline - now)
+                .wait_timeout(st, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
@@ -189,12 +202,29 @@ mod tests {
         ));
         std::thread::scope(|s| {
             let waiter = s.spawn(|| one.admit(Duration::from_secs(10)).map(drop));
-            while one.gate.state().waiting == 0 {
+            while one.gate.state().queue.is_empty() {
                 std::thread::yield_now();
             }
             drop(a);
             waiter.join().unwrap().unwrap();
         });
+        // First come, first served: a newcomer does not take the place
+        // of a proof already waiting.
+        let held = two.try_admit().expect("the only place");
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| one.admit(Duration::from_secs(10)).map(drop));
+            while one.gate.state().queue.is_empty() {
+                std::thread::yield_now();
+            }
+            drop(held);
+            // Until the waiter has taken it, the freed place is not ours.
+            assert!(two.try_admit().is_none(), "the waiter's place");
+            waiter.join().unwrap().unwrap();
+        });
+        assert!(
+            matches!(two.admit(Duration::MAX).map(drop), Ok(())),
+            "a timeout past the clock's range waits for ever, not panics"
+        );
         // With the one-place lane gone, the other admits two.
         drop(one);
         let c = two.try_admit().expect("first");

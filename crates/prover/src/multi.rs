@@ -40,12 +40,13 @@ pub type MultiProof = (Proof, ProofTimings, i32);
 /// One device: its memory, its prover, its place at the device's
 /// admission gate.
 struct Lane {
+    /// Admission to a GPU stage, `slots` proofs at once at most (fewer
+    /// where another prover's lane on the same memory allows fewer).
+    /// Declared first: unregistered before the memory can go.
+    gate: Registration,
     device: i32,
     memory: Option<Arc<DeviceMemory>>,
     prover: Prover,
-    /// Admission to a GPU stage, `slots` proofs at once at most (fewer
-    /// where another prover's lane on the same memory allows fewer).
-    gate: Registration,
     slots: usize,
     /// This lane's proofs in a GPU stage now, and the most so far.
     in_stage: AtomicUsize,
@@ -74,10 +75,10 @@ impl Lane {
         prover.sole_proof = memory.is_some() && slots == 1;
         let gate = Registration::new(memory.as_ref().map(|m| Arc::as_ptr(m) as usize), slots);
         Ok(Lane {
+            gate,
             device,
             memory,
             prover,
-            gate,
             slots,
             in_stage: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
@@ -99,12 +100,27 @@ impl Lane {
             Some(admitted) => admitted,
             None => self.gate.admit(timeout)?,
         };
-        let here = self.in_stage.fetch_add(1, Ordering::SeqCst) + 1;
-        self.peak.fetch_max(here, Ordering::SeqCst);
-        let r = self.prover.finish(job, prepared);
-        self.in_stage.fetch_sub(1, Ordering::SeqCst);
-        let (proof, timings) = r?;
+        let _counted = InStage::enter(&self.in_stage, &self.peak);
+        let (proof, timings) = self.prover.finish(job, prepared)?;
         Ok((proof, timings, self.device))
+    }
+}
+
+/// A lane's proof in its GPU stage, counted (and the lane's peak kept)
+/// until dropped, a panic's unwinding included.
+struct InStage<'a>(&'a AtomicUsize);
+
+impl<'a> InStage<'a> {
+    fn enter(count: &'a AtomicUsize, peak: &AtomicUsize) -> Self {
+        let now = count.fetch_add(1, Ordering::SeqCst) + 1;
+        peak.fetch_max(now, Ordering::SeqCst);
+        InStage(count)
+    }
+}
+
+impl Drop for InStage<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

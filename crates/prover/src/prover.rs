@@ -644,9 +644,10 @@ impl Prover {
     ///   at once, as [`cuzk_msm::scratch_bytes_estimate`] bounds it.
     ///
     /// The two stages overlap only in H's coefficients (the H MSM's
-    /// scalars, counted in both); adding them is the over-estimate. Workers
-    /// reserve this much before a proof's GPU stage
-    /// ([`crate::MultiGpuProver`]); the MSMs shrink their plans (and stream
+    /// scalars, counted in both); adding them is the over-estimate. A
+    /// [`crate::MultiGpuProver`] admits as many proofs at once to a GPU
+    /// stage as this figure fits its device's budget beside the key (at
+    /// least one); the MSMs shrink their plans (and stream
     /// their bases) to what the budget holds, so a proof also runs where
     /// the budget is smaller than this figure. With the R1CS evaluated on
     /// the GPU the H stage holds z and two vectors; a proof of a lane that

@@ -318,10 +318,16 @@ pub(crate) fn device_quotient(
         // `side`): both streams are waited for before either is freed.
         // C z's stream, when it runs beside b's NTTs: not `side`, whose
         // buffer b the NTT engine waits for before each of b's transforms.
-        let side_c = cuzk_alloc::Stream::new(mem.device())?;
+        let side_c = if third {
+            Some(cuzk_alloc::Stream::new(mem.device())?)
+        } else {
+            None
+        };
         let settle = |e: Error| {
             let _ = side.synchronize();
-            let _ = side_c.synchronize();
+            if let Some(c) = &side_c {
+                let _ = c.synchronize();
+            }
             let _ = ntt.stream().synchronize();
             e
         };
@@ -352,10 +358,10 @@ pub(crate) fn device_quotient(
             .saturating_add(r1cs.stream_buffer_bytes())
             .saturating_add(THIRD_VECTOR_HEADROOM_BYTES);
         let mut early = None;
-        if third {
+        if let Some(side_c) = &side_c {
             let available = mem.budget().available_bytes().map_err(settle)?;
             if available >= room {
-                match mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side_c, None) {
+                match mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, side_c, None) {
                     Ok(c) => early = Some(c),
                     Err(Error::OutOfMemory(_)) => {}
                     Err(e) => return Err(settle(e)),
@@ -370,11 +376,11 @@ pub(crate) fn device_quotient(
             );
         }
         let (product, c_done) = std::thread::scope(|s| {
-            let eval_c = early.as_mut().map(|c| {
+            let eval_c = early.as_mut().zip(side_c.as_ref()).map(|(c, on)| {
                 std::thread::Builder::new()
                     .name("cuzk-eval-c".into())
-                    .spawn_scoped(s, || {
-                        r1cs.evaluate_beside(2, z, c, 0, &side_c).map(|()| true)
+                    .spawn_scoped(s, move || {
+                        r1cs.evaluate_beside(2, z, c, 0, on).map(|()| true)
                     })
             });
             let product = to_coset(&engine, &mut b, log_n, Orders::Reversed)
@@ -396,7 +402,9 @@ pub(crate) fn device_quotient(
             // No thread, or its chunks' buffers did not fit: c is freed
             // once `side` is idle, and evaluated after the product below.
             Some(Ok(false)) | Some(Err(Error::OutOfMemory(_))) => {
-                side_c.synchronize()?;
+                if let Some(on) = &side_c {
+                    on.synchronize()?;
+                }
                 early = None;
             }
             Some(Err(e)) => return Err(settle(e)),
