@@ -86,8 +86,8 @@ impl Lane {
     }
 
     /// One proof: the CPU stage, then the GPU stage once admitted. A proof
-    /// that the GPU evaluates and that finds the lane idle (no proof in its
-    /// GPU stage and none waiting for it, as at a batch's start) is
+    /// that the GPU evaluates and that finds its device idle (no proof of
+    /// any lane on it in a GPU stage, none waiting, as at a batch's start) is
     /// admitted at once and goes to the GPU without pinning its assignment
     /// first: nothing would overlap that copy. Every other proof pins
     /// during its wait; so do all with `pin_always` (a warm-up, which must

@@ -313,9 +313,6 @@ pub(crate) fn device_quotient(
         // exist next anyway. z is written (A z's evaluation waited for it).
         let side = cuzk_alloc::Stream::new(mem.device())?;
         let mut b = mem.alloc::<Fr>(n, cuzk_alloc::Strategy::Async, &side, None)?;
-        // On a failure, kernels may still be queued on either stream that
-        // read z (freed later on the NTT stream) or write b (freed on
-        // `side`): both streams are waited for before either is freed.
         // C z's stream, when it runs beside b's NTTs: not `side`, whose
         // buffer b the NTT engine waits for before each of b's transforms.
         let side_c = if third {
@@ -323,6 +320,10 @@ pub(crate) fn device_quotient(
         } else {
             None
         };
+        // On a failure, kernels may still be queued on any of the streams
+        // that read z (freed later on the NTT stream) or write b or c
+        // (freed on their own streams): all are waited for before any of
+        // those buffers is freed.
         let settle = |e: Error| {
             let _ = side.synchronize();
             if let Some(c) = &side_c {
@@ -400,7 +401,7 @@ pub(crate) fn device_quotient(
         match c_done {
             Some(Ok(true)) | None => {}
             // No thread, or its chunks' buffers did not fit: c is freed
-            // once `side` is idle, and evaluated after the product below.
+            // once `side_c` is idle, and evaluated after the product below.
             Some(Ok(false)) | Some(Err(Error::OutOfMemory(_))) => {
                 if let Some(on) = &side_c {
                     on.synchronize()?;
