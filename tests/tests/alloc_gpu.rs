@@ -595,6 +595,46 @@ fn gathers_take_the_indexed_records_from_mapped_and_pageable_memory() {
     mem.check_all_returned().unwrap();
 }
 
+/// A `PinnedPool` hands back the buffer it was given (same length, same
+/// contents), makes a new zeroed one for another length, keeps at most its
+/// `keep` idle buffers (the one kept longest goes first), and `fill` makes
+/// them all of one length.
+#[test]
+#[ignore = "needs a GPU"]
+fn pinned_pool_reuses_buffers_of_one_length() {
+    if gpu_or_skip("pinned_pool_reuses_buffers_of_one_length").is_none() {
+        return;
+    }
+    let pool = cuzk_alloc::PinnedPool::<u32>::new(2);
+    let mut a = pool.take(1000).unwrap();
+    a.fill(7);
+    let at = a.as_ptr();
+    pool.give(a);
+    assert_eq!(pool.kept(), 1);
+    let again = pool.take(1000).unwrap();
+    assert_eq!(again.as_ptr(), at, "the kept buffer");
+    assert!(again.iter().all(|&x| x == 7), "as it was given back");
+    let other = pool.take(500).unwrap();
+    assert!(other.iter().all(|&x| x == 0), "a new one, zeroed");
+    assert_eq!(pool.kept(), 0);
+    let third = pool.take(1000).unwrap();
+    let (first_ptr, third_ptr) = (again.as_ptr(), third.as_ptr());
+    pool.give(again);
+    pool.give(other);
+    pool.give(third);
+    assert_eq!(pool.kept(), 2, "at most keep");
+    // The one kept longest (the first 1000) went: a take of 1000 now
+    // finds the third.
+    let t = pool.take(1000).unwrap();
+    assert_eq!(t.as_ptr(), third_ptr);
+    assert_ne!(t.as_ptr(), first_ptr);
+    pool.give(t);
+    assert_eq!(pool.fill(300), 2);
+    assert_eq!(pool.kept(), 2);
+    assert_eq!(pool.take(300).unwrap().len(), 300);
+    report("alloc: PinnedPool reuses buffers of one length, keeps at most its number");
+}
+
 /// Staged copies (two pinned chunks, parallel host memcpy) move every byte:
 /// sizes around the chunk size, a chunk size that divides nothing, and the
 /// engine-level `StagedCopies` on both of its paths (plain below 4 MiB).

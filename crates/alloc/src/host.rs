@@ -116,6 +116,90 @@ impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
     }
 }
 
+/// Pinned buffers kept for reuse: allocating and page-locking a large
+/// buffer (an assignment of 0.5 to 4 GiB) costs more than the DMA it
+/// speeds up, so workers that copy arrays of the same size again and again
+/// take a kept buffer of that length and give it back. Shared by
+/// reference across threads.
+pub struct PinnedPool<T: DeviceRepr> {
+    keep: usize,
+    free: Mutex<Vec<PinnedBuffer<T>>>,
+}
+
+impl<T: DeviceRepr> std::fmt::Debug for PinnedPool<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedPool")
+            .field("keep", &self.keep)
+            .field("kept", &self.kept())
+            .finish()
+    }
+}
+
+impl<T: DeviceRepr> PinnedPool<T> {
+    /// A pool keeping at most `keep` idle buffers.
+    pub fn new(keep: usize) -> Self {
+        PinnedPool {
+            keep,
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn free(&self) -> std::sync::MutexGuard<'_, Vec<PinnedBuffer<T>>> {
+        self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Idle buffers kept now.
+    pub fn kept(&self) -> usize {
+        self.free().len()
+    }
+
+    /// A buffer of `len` elements: a kept one of that length (its contents
+    /// those it was given back with), else a new zeroed one.
+    ///
+    /// # Errors
+    /// As [`PinnedBuffer::new`].
+    pub fn take(&self, len: usize) -> Result<PinnedBuffer<T>> {
+        let kept = {
+            let mut free = self.free();
+            free.iter()
+                .position(|b| b.len() == len)
+                .map(|i| free.swap_remove(i))
+        };
+        match kept {
+            Some(b) => Ok(b),
+            None => PinnedBuffer::new(len),
+        }
+    }
+
+    /// Keeps `buf` for a later [`PinnedPool::take`]; past `keep` idle
+    /// buffers the one kept longest is dropped.
+    pub fn give(&self, buf: PinnedBuffer<T>) {
+        let mut free = self.free();
+        free.push(buf);
+        if free.len() > self.keep {
+            free.remove(0);
+        }
+    }
+
+    /// Makes the idle buffers `keep` buffers of `len` elements (others
+    /// dropped), as far as pinned memory allows, so that the next takes of
+    /// that length wait for no allocation; returns how many are kept.
+    pub fn fill(&self, len: usize) -> usize {
+        let have = {
+            let mut free = self.free();
+            free.retain(|b| b.len() == len);
+            free.len()
+        };
+        for kept in have..self.keep {
+            match PinnedBuffer::new(len) {
+                Ok(b) => self.give(b),
+                Err(_) => return kept,
+            }
+        }
+        self.keep
+    }
+}
+
 /// An existing slice page-locked with `cudaHostRegister` for as long as
 /// this guard lives (unregistered on drop); the slice stays usable through
 /// the guard.

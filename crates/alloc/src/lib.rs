@@ -67,7 +67,7 @@ pub use budget::{
 pub use buffer::DeviceBuffer;
 pub use cuzk_field::{Error, Result};
 pub use event::Event;
-pub use host::{is_page_locked, HostRegistration, PageLock, PinnedBuffer};
+pub use host::{is_page_locked, HostRegistration, PageLock, PinnedBuffer, PinnedPool};
 pub use memory::{DeviceMemory, Stats, Strategy, StrategyStats};
 pub use staging::{StagedCopies, Staging, DEFAULT_STAGING_CHUNK_BYTES};
 pub use stream::Stream;

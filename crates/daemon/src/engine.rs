@@ -1118,23 +1118,21 @@ impl std::ops::DerefMut for FullAssignment {
 }
 
 /// Page-locked buffers for assignments, kept for jobs of the same size
-/// (at most `keep` of them): allocating and page-locking an assignment of
-/// 2^24 to 2^27 elements (0.5 to 4 GiB) for every job would cost more
-/// than its proof's copy saves.
+/// (at most `keep` of them, [`cuzk_alloc::PinnedPool`]): allocating and
+/// page-locking an assignment of 2^24 to 2^27 elements (0.5 to 4 GiB) for
+/// every job would cost more than its proof's copy saves. Where pinned
+/// memory cannot be had (no GPU, or it ran out), assignments go to vectors.
 struct PinnedPool {
     /// Whether to try: GPU lanes, and pinned memory could be had so far.
     enabled: AtomicBool,
-    keep: usize,
-    free: Mutex<Vec<PinnedBuffer<Fr>>>,
+    pool: cuzk_alloc::PinnedPool<Fr>,
 }
 
 impl std::fmt::Debug for PinnedPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.free.lock().map(|v| v.len()).unwrap_or(0);
         f.debug_struct("PinnedPool")
             .field("enabled", &self.enabled.load(Ordering::Relaxed))
-            .field("keep", &self.keep)
-            .field("kept", &kept)
+            .field("pool", &self.pool)
             .finish()
     }
 }
@@ -1143,26 +1141,16 @@ impl PinnedPool {
     fn new(enabled: bool, keep: usize) -> Self {
         PinnedPool {
             enabled: AtomicBool::new(enabled),
-            keep,
-            free: Mutex::new(Vec::new()),
+            pool: cuzk_alloc::PinnedPool::new(keep),
         }
     }
 
     /// A buffer of `n` elements (contents unspecified): a kept one of that
     /// length, a new page-locked one, or, where pinned memory cannot be
-    /// had (no GPU, or it ran out: not tried again), a vector.
+    /// had (not tried again), a vector.
     fn take(&self, n: usize) -> FullAssignment {
         if self.enabled.load(Ordering::Relaxed) {
-            let kept = {
-                let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-                free.iter()
-                    .position(|b| b.len() == n)
-                    .map(|i| free.swap_remove(i))
-            };
-            if let Some(b) = kept {
-                return FullAssignment::Pinned(b);
-            }
-            match PinnedBuffer::new(n) {
+            match self.pool.take(n) {
                 Ok(b) => return FullAssignment::Pinned(b),
                 Err(e) => {
                     tracing::info!(
@@ -1176,42 +1164,20 @@ impl PinnedPool {
         FullAssignment::Plain(assignment::zeroed(n))
     }
 
-    /// Makes the kept buffers `keep` buffers of `n` elements (others
-    /// dropped), as far as pinned memory allows: what preloading a key
-    /// does for the assignments of its circuit.
+    /// Makes the kept buffers page-locked buffers of `n` elements, as far
+    /// as pinned memory allows: what preloading a key does for the
+    /// assignments of its circuit.
     fn fill(&self, n: usize) {
-        if !self.enabled.load(Ordering::Relaxed) {
-            return;
-        }
-        let have = {
-            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-            free.retain(|b| b.len() == n);
-            free.len()
-        };
-        for kept in have..self.keep {
-            match PinnedBuffer::new(n) {
-                Ok(b) => self.give(FullAssignment::Pinned(b)),
-                Err(e) => {
-                    tracing::info!(
-                        "page-locked buffers for assignments of {n} elements: {kept} of {} \
-                         ({e})",
-                        self.keep
-                    );
-                    return;
-                }
-            }
+        if self.enabled.load(Ordering::Relaxed) {
+            let kept = self.pool.fill(n);
+            tracing::debug!("page-locked buffers for assignments of {n} elements: {kept}");
         }
     }
 
-    /// Keeps a page-locked buffer for a later job (the oldest kept one
-    /// goes when `keep` are kept).
+    /// Keeps a page-locked buffer for a later job.
     fn give(&self, z: FullAssignment) {
         if let FullAssignment::Pinned(b) = z {
-            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-            free.push(b);
-            if free.len() > self.keep {
-                free.remove(0);
-            }
+            self.pool.give(b);
         }
     }
 }

@@ -11,7 +11,9 @@ use ark_bls12_381::{g1, g2};
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{AdditiveGroup, Field, UniformRand};
 use ark_relations::gr1cs::ConstraintSynthesizer;
-use cuzk_alloc::{BudgetConfig, DeviceBuffer, DeviceMemory, Event, PinnedBuffer, Reservation};
+use cuzk_alloc::{
+    BudgetConfig, DeviceBuffer, DeviceMemory, Event, PinnedBuffer, PinnedPool, Reservation,
+};
 use cuzk_msm::GpuMsm;
 use cuzk_ntt::GpuNtt;
 use rayon::prelude::*;
@@ -35,7 +37,7 @@ struct Gpu {
     /// Pinned host buffers for assignments on their way to the device
     /// (the CPU stage copies a job's assignment into one, so that the GPU
     /// stage uploads it by DMA at full PCIe speed); reused across proofs.
-    pinned: Mutex<Vec<PinnedBuffer<Fr>>>,
+    pinned: PinnedPool<Fr>,
 }
 
 /// Pinned assignment buffers a GPU prover keeps idle for reuse (the seed
@@ -72,26 +74,17 @@ impl Gpu {
     /// `z` copied (on all cores) into a pinned buffer from the pool, or a
     /// new one; `None` when pinned memory cannot be had.
     fn pin(&self, z: &[Fr]) -> Option<PinnedBuffer<Fr>> {
-        let reused = {
-            let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
-            pool.iter()
-                .position(|b| b.len() == z.len())
-                .map(|i| pool.swap_remove(i))
-        };
-        let mut buf = match reused {
-            Some(b) => b,
-            None => match PinnedBuffer::new(z.len()) {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::debug!(
-                        target: "cuzk_prover",
-                        "no pinned buffer for an assignment of {} variables ({e}); uploading \
-                         from pageable memory",
-                        z.len()
-                    );
-                    return None;
-                }
-            },
+        let mut buf = match self.pinned.take(z.len()) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::debug!(
+                    target: "cuzk_prover",
+                    "no pinned buffer for an assignment of {} variables ({e}); uploading \
+                     from pageable memory",
+                    z.len()
+                );
+                return None;
+            }
         };
         buf.par_chunks_mut(1 << 16)
             .zip(z.par_chunks(1 << 16))
@@ -99,13 +92,10 @@ impl Gpu {
         Some(buf)
     }
 
-    /// Gives a pinned buffer back to the pool (dropped past
-    /// [`PINNED_POOL`] buffers).
+    /// Gives a pinned buffer back to the pool (at most [`PINNED_POOL`]
+    /// kept).
     fn unpin(&self, buf: PinnedBuffer<Fr>) {
-        let mut pool = self.pinned.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < PINNED_POOL {
-            pool.push(buf);
-        }
+        self.pinned.give(buf);
     }
 
     /// Milliseconds from the epoch to an event recorded now on the NTT
@@ -347,7 +337,7 @@ impl Prover {
                     msm,
                     dense,
                     epoch: Mutex::new((epoch, 0.0)),
-                    pinned: Mutex::new(Vec::new()),
+                    pinned: PinnedPool::new(PINNED_POOL),
                 }),
             device_r1cs: None,
             r1cs: None,
