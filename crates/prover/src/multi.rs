@@ -73,7 +73,18 @@ impl Lane {
         // One proof at a time in the GPU stage: its H stage may take more
         // than the working set's two vectors where the budget holds them.
         prover.sole_proof = memory.is_some() && slots == 1;
-        let gate = Registration::new(memory.as_ref().map(|m| Arc::as_ptr(m) as usize), slots);
+        let probe = memory.as_ref().map(|m| {
+            let m = Arc::downgrade(m);
+            Arc::new(move || m.upgrade().and_then(|m| m.budget().available_bytes().ok()))
+                as crate::admission::Probe
+        });
+        let gate = Registration::new(
+            memory.as_ref().map(|m| Arc::as_ptr(m) as usize),
+            ticket,
+            workers,
+            slots,
+            probe,
+        );
         Ok(Lane {
             gate,
             device,
@@ -427,7 +438,9 @@ impl MultiGpuProver {
     /// budget beside the key when the prover was built, between 1 and the
     /// workers a device (`None` past the last lane). Where other provers'
     /// lanes share the device's memory, the device admits the fewest that
-    /// any of them allows.
+    /// any of them allows, each lane's count measured again whenever no
+    /// proof is in a GPU stage on the device (so a lane built while
+    /// another's proof held memory does not keep the device to its count).
     pub fn concurrent_proofs(&self, lane: usize) -> Option<usize> {
         self.lanes.get(lane).map(|l| l.slots)
     }
