@@ -91,7 +91,17 @@ impl State {
     fn measure_if_idle(&mut self) {
         if self.admitted == 0 {
             if let Some(probe) = &self.probe {
+                let before = self.permits();
                 self.idle_bytes = probe();
+                let after = self.permits();
+                if after != before {
+                    tracing::debug!(
+                        before,
+                        after,
+                        idle_bytes = self.idle_bytes,
+                        "admission: the device's places changed at an idle reading"
+                    );
+                }
             }
         }
     }
