@@ -316,6 +316,9 @@ impl DeviceMemory {
                 },
             )
         };
+        // Read before the pools' lock: the budget's reading of free memory
+        // takes the budget's lock and then the pools' one.
+        let budget_claimed_bytes = self.budget.claimed_bytes();
         let pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         let reserved = |p: Option<Ptr>| {
             p.and_then(|p| pool_usage(self.device, p).ok())
@@ -325,7 +328,7 @@ impl DeviceMemory {
             per_strategy: Strategy::ALL.map(per),
             default_pool_reserved_bytes: reserved(pools.default),
             dedicated_pool_reserved_bytes: reserved(pools.dedicated),
-            budget_claimed_bytes: self.budget.claimed_bytes(),
+            budget_claimed_bytes,
         }
     }
 

@@ -6,14 +6,15 @@
 //! circuits never run out of memory beside each other.
 //!
 //! Each lane states its working set (bytes a proof in its GPU stage may
-//! hold) and its workers. Whenever no proof is in a GPU stage on the
-//! device, the gate measures the bytes a proof could have then (the
-//! budget's available bytes, with every resident key counted), and each
-//! lane admits as many working sets as fit that figure (at least one, at
-//! most its workers). A lane registered while proofs held memory is
-//! sized from what it saw until the device is next idle: so a circuit
-//! loaded beside a running proof, or a key freed since, changes the
-//! device's number of places at its next idle moment, not for ever.
+//! hold), its workers, and the proofs it admits at once by its own measure
+//! (the working sets that fit the budget's available bytes when it was
+//! built). A lane registered while a proof was in a GPU stage on the device
+//! measured memory that proof held: at the device's next idle moment (no
+//! proof in a GPU stage) the gate reads the budget again and sizes that
+//! lane from the reading (at least one, at most its workers). Lanes
+//! registered on an idle device keep their own measure. The device's places
+//! never rise while proofs are in their GPU stages: a proof admitted as the
+//! only one stays the only one until it leaves.
 
 use crate::{Error, Result};
 use std::collections::{BTreeMap, VecDeque};
@@ -47,8 +48,11 @@ struct Demand {
     working_set: u64,
     /// Its workers: never more of its proofs at once than this.
     workers: usize,
-    /// Proofs at once by its own measure when it was registered.
-    registered: usize,
+    /// Proofs at once it allows (at least one).
+    places: usize,
+    /// Whether `places` was measured beside a proof in a GPU stage, to be
+    /// measured again at the device's next idle moment.
+    provisional: bool,
 }
 
 #[derive(Default)]
@@ -56,13 +60,13 @@ struct State {
     /// Each registered lane's demand, by lane id.
     lanes: BTreeMap<u64, Demand>,
     /// Reads the bytes a proof could claim (`None`: a gate without a
-    /// device memory, whose lanes keep their registered places).
+    /// device memory, whose lanes keep their own measure).
     probe: Option<Probe>,
-    /// The probe's last reading while no proof was in a GPU stage, if no
-    /// lane came or went since.
-    idle_bytes: Option<u64>,
     /// Proofs admitted now.
     admitted: usize,
+    /// The device's places when its first proof in a GPU stage now was
+    /// admitted: the most admitted at once until it is idle again.
+    ceiling: usize,
     /// Proofs waiting for admission now, in the order they came: each is
     /// admitted when it is first and there is a place, so that no
     /// circuit's workers overtake another's for ever.
@@ -72,59 +76,74 @@ struct State {
 }
 
 impl State {
-    /// Places on the device: the fewest any lane allows (at least one).
+    /// Places on the device: the fewest any lane allows (at least one),
+    /// and while proofs are in GPU stages no more than when the first of
+    /// them was admitted.
     fn permits(&self) -> usize {
-        self.lanes
+        let fewest = self
+            .lanes
             .values()
-            .map(|d| match self.idle_bytes {
-                Some(bytes) => usize::try_from(bytes / d.working_set)
-                    .unwrap_or(usize::MAX)
-                    .clamp(1, d.workers),
-                None => d.registered,
-            })
+            .map(|d| d.places)
             .min()
             .unwrap_or(usize::MAX)
-            .max(1)
+            .max(1);
+        if self.admitted > 0 {
+            fewest.min(self.ceiling.max(1))
+        } else {
+            fewest
+        }
     }
 
-    /// With no proof in a GPU stage, reads what a proof could have now.
-    fn measure_if_idle(&mut self) {
-        if self.admitted == 0 {
-            if let Some(probe) = &self.probe {
-                let before = self.permits();
-                self.idle_bytes = probe();
-                let after = self.permits();
-                if after != before {
-                    tracing::debug!(
-                        before,
-                        after,
-                        idle_bytes = self.idle_bytes,
-                        "admission: the device's places changed at an idle reading"
-                    );
-                }
+    /// With no proof in a GPU stage, sizes the lanes measured beside one
+    /// from what a proof could claim now.
+    fn settle_if_idle(&mut self) {
+        if self.admitted > 0 || !self.lanes.values().any(|d| d.provisional) {
+            return;
+        }
+        let reading = self.probe.as_ref().and_then(|probe| probe());
+        for (id, d) in self.lanes.iter_mut().filter(|(_, d)| d.provisional) {
+            d.provisional = false;
+            let Some(bytes) = reading else { continue };
+            let places = usize::try_from(bytes / d.working_set)
+                .unwrap_or(usize::MAX)
+                .clamp(1, d.workers);
+            if places != d.places {
+                tracing::debug!(
+                    lane = id,
+                    before = d.places,
+                    after = places,
+                    idle_bytes = bytes,
+                    "admission: a lane measured beside a running proof, sized again on the idle device"
+                );
+                d.places = places;
             }
         }
     }
 
     /// Admits the caller if it is first in line (or nobody waits and it is
-    /// not in line) and there is a place.
-    fn take_place(&mut self, me: Option<u64>) -> bool {
+    /// not in line) and there is a place: `Some(sole)`, `sole` when the
+    /// device admits one proof at once.
+    fn take_place(&mut self, me: Option<u64>) -> Option<bool> {
         let first = match me {
             Some(me) => self.queue.front() == Some(&me),
             None => self.queue.is_empty(),
         };
         if !first {
-            return false;
+            return None;
         }
-        self.measure_if_idle();
-        if self.admitted >= self.permits() {
-            return false;
+        self.settle_if_idle();
+        let permits = self.permits();
+        if self.admitted >= permits {
+            return None;
         }
         if me.is_some() {
             self.queue.pop_front();
         }
+        if self.admitted == 0 {
+            self.ceiling = permits;
+        }
         self.admitted += 1;
-        true
+        Some(permits == 1)
     }
 }
 
@@ -137,6 +156,15 @@ pub(crate) struct Registration {
 /// One admitted proof; gives its place back when dropped.
 pub(crate) struct Admission {
     gate: Arc<DeviceGate>,
+    sole: bool,
+}
+
+impl Admission {
+    /// Whether the device admitted this proof as the only one at once (and
+    /// so admits no other until it leaves).
+    pub(crate) fn sole(&self) -> bool {
+        self.sole
+    }
 }
 
 impl DeviceGate {
@@ -149,14 +177,14 @@ impl Registration {
     /// Registers a lane on the gate of the device memory at address
     /// `memory` (`None`: a gate of the lane's own): a proof of it may hold
     /// `working_set` bytes in its GPU stage, it has `workers` workers, and
-    /// by its own measure now it admits `registered` proofs at once (at
-    /// least one). `probe` reads what a proof could claim on the device
-    /// (the first registration's probe serves the gate).
+    /// by its own measure now it admits `places` proofs at once (at least
+    /// one). `probe` reads what a proof could claim on the device (the
+    /// latest registration's probe serves the gate).
     pub(crate) fn new(
         memory: Option<usize>,
         working_set: u64,
         workers: usize,
-        registered: usize,
+        places: usize,
         probe: Option<Probe>,
     ) -> Registration {
         let id = NEXT_LANE.fetch_add(1, Ordering::SeqCst);
@@ -178,18 +206,17 @@ impl Registration {
         };
         {
             let mut st = gate.state();
-            if st.probe.is_none() {
+            if probe.is_some() {
                 st.probe = probe;
             }
-            // A new key on the device, or a new working set: the last
-            // idle reading no longer holds.
-            st.idle_bytes = None;
+            let provisional = st.admitted > 0 && st.probe.is_some();
             st.lanes.insert(
                 id,
                 Demand {
                     working_set: working_set.max(1),
                     workers: workers.max(1),
-                    registered: registered.max(1),
+                    places: places.max(1),
+                    provisional,
                 },
             );
         }
@@ -204,16 +231,27 @@ impl Registration {
 
     /// Admission now, if there is a place and nobody waits for one.
     pub(crate) fn try_admit(&self) -> Option<Admission> {
-        self.gate.state().take_place(None).then(|| Admission {
+        let sole = self.gate.state().take_place(None)?;
+        Some(Admission {
             gate: self.gate.clone(),
+            sole,
         })
     }
 
-    /// Proofs the device admits at once now (the last idle reading's, or
-    /// the lanes' own measures where the device has not been idle since a
-    /// lane came or went).
-    #[cfg(test)]
+    /// Proofs this lane admits at once by its own measure (measured again
+    /// at the device's first idle moment where it was registered beside a
+    /// running proof).
     pub(crate) fn places(&self) -> usize {
+        self.gate
+            .state()
+            .lanes
+            .get(&self.id)
+            .map_or(1, |d| d.places)
+    }
+
+    /// Proofs the device admits at once now.
+    #[cfg(test)]
+    fn device_places(&self) -> usize {
         self.gate.state().permits()
     }
 
@@ -230,12 +268,13 @@ impl Registration {
         st.next += 1;
         st.queue.push_back(me);
         loop {
-            if st.take_place(Some(me)) {
+            if let Some(sole) = st.take_place(Some(me)) {
                 drop(st);
                 // The next in line may have a place too.
                 self.gate.released.notify_all();
                 return Ok(Admission {
                     gate: self.gate.clone(),
+                    sole,
                 });
             }
             let now = Instant::now();
@@ -263,11 +302,7 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let mut st = self.gate.state();
-        st.lanes.remove(&self.id);
-        // A key may have gone with the lane: read the device again.
-        st.idle_bytes = None;
-        drop(st);
+        self.gate.state().lanes.remove(&self.id);
         // The limit may have grown.
         self.gate.released.notify_all();
     }
@@ -342,11 +377,12 @@ mod tests {
         assert!(two.idle());
     }
 
-    /// With a probe, the device's places follow what a proof could claim
-    /// when no proof is in a GPU stage: a lane registered beside a running
-    /// proof (and so measuring too little) holds the device to its count
-    /// only until the device is next idle; a lane's departure or arrival
-    /// makes the gate read the device again.
+    /// A lane registered beside a running proof (and so measuring too
+    /// little) holds the device to its count only until the device is next
+    /// idle, when it is sized from the probe's reading (at least one, at
+    /// most its workers); a lane registered on an idle device keeps its
+    /// own measure; the device's places never rise while proofs are in
+    /// their GPU stages.
     #[test]
     fn places_follow_the_idle_device() {
         let free = Arc::new(AtomicU64::new(25));
@@ -357,35 +393,91 @@ mod tests {
         let mem = Some(0x1d1e_0000_usize);
         // 10-byte working sets, 2 workers: 25 free bytes hold two.
         let a = Registration::new(mem, 10, 2, 2, Some(probe.clone()));
-        assert_eq!(a.places(), 2, "the lane's own count until a reading");
         let first = a.try_admit().expect("a place");
+        assert!(!first.sole(), "two places");
         free.store(15, Ordering::SeqCst);
         // Registered while the first proof holds 10 bytes: it saw room for
         // one, and the device keeps to that while it is busy.
         let b = Registration::new(mem, 10, 2, 1, Some(probe.clone()));
-        assert_eq!(a.places(), 1);
+        assert_eq!(b.device_places(), 1);
         assert!(a.try_admit().is_none(), "one place while busy");
         drop(first);
         free.store(25, Ordering::SeqCst);
-        // Idle: the gate reads 25 bytes, room for two of either lane.
+        // Idle: the gate reads 25 bytes, room for two of b's.
         let x = b.try_admit().expect("first of two");
-        free.store(15, Ordering::SeqCst);
-        let y = a.try_admit().expect("second of two, by the idle reading");
-        assert_eq!(a.places(), 2);
-        assert!(a.try_admit().is_none(), "no more than the workers");
+        assert_eq!(b.places(), 2, "b sized again on the idle device");
+        assert!(!x.sole());
+        // A reading lower than a lane's own measure on an idle device does
+        // not shrink it: memory the prover keeps after its first proof is
+        // counted in its working set already.
+        free.store(0, Ordering::SeqCst);
+        let y = a.try_admit().expect("second of two");
+        assert!(a.try_admit().is_none(), "no more than two");
         drop((x, y));
-        // A larger key arrives: 12 bytes left, room for one.
-        free.store(12, Ordering::SeqCst);
-        let _ = a.try_admit().expect("idle: read again");
-        assert_eq!(a.places(), 1);
-        // The probe cannot read the device: the lanes' own counts.
+        assert!(a.try_admit().map(|z| !z.sole()).expect("idle again"));
+        assert_eq!((a.places(), b.places()), (2, 2));
+
+        // Sized from a reading: at most the workers, at least one.
+        let mem = Some(0x1d1f_0000_usize);
+        let c = Registration::new(mem, 10, 4, 4, Some(probe.clone()));
+        let held = c.try_admit().expect("a place");
+        let d = Registration::new(mem, 10, 2, 1, Some(probe.clone()));
+        free.store(100, Ordering::SeqCst);
+        drop(held);
+        drop(c.try_admit());
+        assert_eq!(d.places(), 2, "ten working sets fit: its two workers");
+        let held = c.try_admit().expect("a place");
+        let e = Registration::new(mem, 10, 2, 2, Some(probe.clone()));
+        free.store(5, Ordering::SeqCst);
+        drop(held);
+        let only = e.try_admit().expect("at least one place");
+        assert_eq!(e.places(), 1);
+        assert!(only.sole(), "the device admits one at once");
+        // A lane leaving while a proof is in its GPU stage raises no place
+        // until the device is idle.
+        drop(e);
+        assert!(c.try_admit().is_none(), "the sole proof stays alone");
+        drop(only);
+        let two = (c.try_admit(), d.try_admit());
+        assert!(two.0.is_some() && two.1.is_some(), "two places when idle");
+
+        // A probe that cannot read the device: the lane's own count.
         let none: Probe = Arc::new(|| None);
-        let c = Registration::new(Some(0x1d1f_0000_usize), 10, 2, 2, Some(none));
-        let _c1 = c.try_admit().expect("first");
-        let _c2 = c.try_admit().expect("second, by the lane's own count");
-        drop(b);
-        // The lane that saw one place is gone: the other's count holds
-        // until the device is read again.
-        assert_eq!(a.places(), 2);
+        let mem = Some(0x1d20_0000_usize);
+        let f = Registration::new(mem, 10, 2, 2, Some(none.clone()));
+        let held = f.try_admit().expect("a place");
+        let g = Registration::new(mem, 10, 2, 1, Some(none));
+        drop(held);
+        drop(f.try_admit());
+        assert_eq!(g.places(), 1);
+    }
+
+    /// A waiter at a full device is admitted, in its turn, when the device
+    /// goes idle and a lane measured beside a running proof is sized again.
+    #[test]
+    fn waiters_get_the_places_of_an_idle_reading() {
+        let free = Arc::new(AtomicU64::new(30));
+        let probe: Probe = {
+            let free = free.clone();
+            Arc::new(move || Some(free.load(Ordering::SeqCst)))
+        };
+        let mem = Some(0x1d21_0000_usize);
+        let a = Registration::new(mem, 10, 2, 2, Some(probe.clone()));
+        let held = a.try_admit().expect("a place");
+        let b = Registration::new(mem, 10, 2, 1, Some(probe));
+        std::thread::scope(|s| {
+            let w1 = s.spawn(|| a.admit(Duration::from_secs(10)));
+            while a.gate.state().queue.is_empty() {
+                std::thread::yield_now();
+            }
+            let w2 = s.spawn(|| b.admit(Duration::from_secs(10)));
+            while a.gate.state().queue.len() < 2 {
+                std::thread::yield_now();
+            }
+            drop(held);
+            let (p1, p2) = (w1.join().unwrap().unwrap(), w2.join().unwrap().unwrap());
+            assert!(!p1.sole() && !p2.sole(), "both in on one release");
+            assert_eq!(b.places(), 2);
+        });
     }
 }

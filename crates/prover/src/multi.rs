@@ -8,8 +8,9 @@
 //! Workers of one lane are admitted to a proof's GPU stage through the
 //! device's admission gate: as many proofs at once as working sets
 //! ([`Prover::working_set_bytes`]) fit the device budget beside the key
-//! when the lane was built (at least one, at most the number of workers).
-//! The gate counts proofs, not bytes: the NTT and MSM engines claim their
+//! when the lane was built (at least one, at most the number of workers;
+//! a lane built while another proof on the device held memory is measured
+//! again when the device is next idle). The gate counts proofs, not bytes: the NTT and MSM engines claim their
 //! buffers from the device budget as they allocate them, and a reservation
 //! of the same bytes there would count them twice. Lanes of several
 //! provers over one `DeviceMemory` (a proving service's circuits on one
@@ -40,14 +41,13 @@ pub type MultiProof = (Proof, ProofTimings, i32);
 /// One device: its memory, its prover, its place at the device's
 /// admission gate.
 struct Lane {
-    /// Admission to a GPU stage, `slots` proofs at once at most (fewer
-    /// where another prover's lane on the same memory allows fewer).
+    /// Admission to a GPU stage: the proofs at once its measure allows,
+    /// fewer where another prover's lane on the same memory allows fewer.
     /// Declared first: unregistered before the memory can go.
     gate: Registration,
     device: i32,
     memory: Option<Arc<DeviceMemory>>,
     prover: Prover,
-    slots: usize,
     /// This lane's proofs in a GPU stage now, and the most so far.
     in_stage: AtomicUsize,
     peak: AtomicUsize,
@@ -57,7 +57,7 @@ impl Lane {
     fn new(
         device: i32,
         memory: Option<Arc<DeviceMemory>>,
-        mut prover: Prover,
+        prover: Prover,
         workers: usize,
     ) -> Result<Self> {
         let ticket = prover.working_set_bytes().max(1);
@@ -70,9 +70,6 @@ impl Lane {
             }
             None => workers,
         };
-        // One proof at a time in the GPU stage: its H stage may take more
-        // than the working set's two vectors where the budget holds them.
-        prover.sole_proof = memory.is_some() && slots == 1;
         let probe = memory.as_ref().map(|m| {
             let m = Arc::downgrade(m);
             Arc::new(move || m.upgrade().and_then(|m| m.budget().available_bytes().ok()))
@@ -90,7 +87,6 @@ impl Lane {
             device,
             memory,
             prover,
-            slots,
             in_stage: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
         })
@@ -106,11 +102,15 @@ impl Lane {
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration, pin_always: bool) -> Result<MultiProof> {
         let idle = !pin_always && self.prover.evaluates_on_gpu(job) && self.gate.idle();
         let now = if idle { self.gate.try_admit() } else { None };
-        let prepared = self.prover.prepare(job, 0.0, now.is_none())?;
-        let _admitted = match now {
+        let mut prepared = self.prover.prepare(job, 0.0, now.is_none())?;
+        let admitted = match now {
             Some(admitted) => admitted,
             None => self.gate.admit(timeout)?,
         };
+        // The only proof its device admits at once: its H stage may take
+        // more than the working set's two vectors where the budget holds
+        // them.
+        prepared.sole = admitted.sole() && self.memory.is_some();
         let _counted = InStage::enter(&self.in_stage, &self.peak);
         let (proof, timings) = self.prover.finish(job, prepared)?;
         Ok((proof, timings, self.device))
@@ -162,7 +162,11 @@ impl std::fmt::Debug for MultiGpuProver {
             .field("workers_per_device", &self.workers)
             .field(
                 "concurrent_proofs",
-                &self.lanes.iter().map(|l| l.slots).collect::<Vec<_>>(),
+                &self
+                    .lanes
+                    .iter()
+                    .map(|l| l.gate.places())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -378,7 +382,7 @@ impl MultiGpuProver {
             .map(|l| {
                 // Resident only beside as many working sets as the lane
                 // admits now: residency must not cost a worker its slot.
-                let prover = l.prover.with_r1cs_beside(r1cs.clone(), l.slots)?;
+                let prover = l.prover.with_r1cs_beside(r1cs.clone(), l.gate.places())?;
                 Lane::new(l.device, l.memory, prover, workers)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -436,13 +440,12 @@ impl MultiGpuProver {
     /// How many proofs lane `lane` admits to the GPU stage at once: the
     /// working sets ([`Prover::working_set_bytes`]) that fit the device
     /// budget beside the key when the prover was built, between 1 and the
-    /// workers a device (`None` past the last lane). Where other provers'
-    /// lanes share the device's memory, the device admits the fewest that
-    /// any of them allows, each lane's count measured again whenever no
-    /// proof is in a GPU stage on the device (so a lane built while
-    /// another's proof held memory does not keep the device to its count).
+    /// workers a device (`None` past the last lane); a lane built while
+    /// another proof on its device held memory is measured again when the
+    /// device is next idle. Where other provers' lanes share the device's
+    /// memory, the device admits the fewest that any of them allows.
     pub fn concurrent_proofs(&self, lane: usize) -> Option<usize> {
-        self.lanes.get(lane).map(|l| l.slots)
+        self.lanes.get(lane).map(|l| l.gate.places())
     }
 
     /// The most proofs lane `lane` has had in its GPU stage at once so far

@@ -128,6 +128,12 @@ pub(crate) struct Prepared {
     /// query, whose bases alone then cross PCIe.
     nonzero: WitnessNonZero,
     timings: ProofTimings,
+    /// Whether the proof was admitted to its GPU stage as the only one its
+    /// device admits at once (set by a [`crate::MultiGpuProver`] lane after
+    /// admission): if it then finds no other proof in a GPU stage on its
+    /// device (of any prover sharing the memory), it may evaluate C z into
+    /// a third vector beside B z's NTTs where the budget holds it.
+    pub(crate) sole: bool,
 }
 
 /// The non-zero scalars of a proof's streamed witness queries
@@ -173,12 +179,6 @@ pub struct Prover {
     /// Whether a streamed witness query sends only the bases of non-zero
     /// scalars ([`Prover::with_nonzero_streaming`]).
     pub(crate) nonzero_streaming: bool,
-    /// Whether this prover's proofs are admitted to the GPU stage one at a
-    /// time (set by a [`crate::MultiGpuProver`] lane that admits one proof
-    /// at once): a proof that then finds no other proof in a GPU stage on
-    /// its device (of any prover sharing the memory) may evaluate C z into
-    /// a third vector beside B z's NTTs where the budget holds it.
-    pub(crate) sole_proof: bool,
 }
 
 impl std::fmt::Debug for Prover {
@@ -350,7 +350,6 @@ impl Prover {
             check_witness: false,
             overlap_msms: true,
             nonzero_streaming: false,
-            sole_proof: false,
         };
         if prover.gpu.is_some() {
             tracing::info!(
@@ -843,6 +842,7 @@ impl Prover {
                 streamed_bytes,
                 ..ProofTimings::default()
             },
+            sole: false,
         })
     }
 
@@ -862,6 +862,7 @@ impl Prover {
             z_pinned,
             mut nonzero,
             timings: mut t,
+            sole,
         } = prepared;
         let pk = &self.pk;
         let z = job.full_assignment;
@@ -892,7 +893,7 @@ impl Prover {
                         Some(p) => g.ntt.upload(p)?,
                         None => g.ntt.upload(z)?,
                     };
-                    let third = self.sole_proof && crate::stage::alone(g.ntt.memory());
+                    let third = sole && crate::stage::alone(g.ntt.memory());
                     let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n, third)?;
                     g.ntt.stream().synchronize()?;
                     Ok((zd, h))
