@@ -377,6 +377,13 @@ mod tests {
         assert!(two.idle());
     }
 
+    /// A probe reading the bytes in the returned cell (`bytes` at first).
+    fn settable_probe(bytes: u64) -> (Arc<AtomicU64>, Probe) {
+        let free = Arc::new(AtomicU64::new(bytes));
+        let cell = free.clone();
+        (free, Arc::new(move || Some(cell.load(Ordering::SeqCst))))
+    }
+
     /// A lane registered beside a running proof (and so measuring too
     /// little) holds the device to its count only until the device is next
     /// idle, when it is sized from the probe's reading (at least one, at
@@ -385,11 +392,7 @@ mod tests {
     /// their GPU stages.
     #[test]
     fn places_follow_the_idle_device() {
-        let free = Arc::new(AtomicU64::new(25));
-        let probe: Probe = {
-            let free = free.clone();
-            Arc::new(move || Some(free.load(Ordering::SeqCst)))
-        };
+        let (free, probe) = settable_probe(25);
         let mem = Some(0x1d1e_0000_usize);
         // 10-byte working sets, 2 workers: 25 free bytes hold two.
         let a = Registration::new(mem, 10, 2, 2, Some(probe.clone()));
@@ -456,11 +459,7 @@ mod tests {
     /// goes idle and a lane measured beside a running proof is sized again.
     #[test]
     fn waiters_get_the_places_of_an_idle_reading() {
-        let free = Arc::new(AtomicU64::new(30));
-        let probe: Probe = {
-            let free = free.clone();
-            Arc::new(move || Some(free.load(Ordering::SeqCst)))
-        };
+        let (_free, probe) = settable_probe(30);
         let mem = Some(0x1d21_0000_usize);
         let a = Registration::new(mem, 10, 2, 2, Some(probe.clone()));
         let held = a.try_admit().expect("a place");
