@@ -10,9 +10,10 @@
 //! ([`Prover::working_set_bytes`]) fit the device budget beside the key
 //! when the lane was built (at least one, at most the number of workers;
 //! a lane built while another proof on the device held memory is measured
-//! again when the device is next idle). The gate counts proofs, not bytes: the NTT and MSM engines claim their
-//! buffers from the device budget as they allocate them, and a reservation
-//! of the same bytes there would count them twice. Lanes of several
+//! again when the device is next idle). The gate counts proofs, not bytes:
+//! the NTT and MSM engines claim their buffers from the device budget as
+//! they allocate them, and a reservation of the same bytes there would
+//! count them twice. Lanes of several
 //! provers over one `DeviceMemory` (a proving service's circuits on one
 //! GPU) share the gate, at the fewest places any of them allows. So on a
 //! card where only one working set fits beside the key, the second worker
