@@ -230,3 +230,88 @@ cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input
 }
 
 }  // extern "C"
+
+namespace {
+// The scratch bytes of cuzk_msm_masked_* for `sets` masks of `curve`, or
+// an error naming `fn` for a bad curve or count.
+cuzk_status masked_check(const char* fn, uint32_t curve, uint64_t sets, uint64_t& bytes) {
+    if (curve != CUZK_MSM_G1 && curve != CUZK_MSM_G2)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: curve %u is neither G1 (1) nor G2 (2)",
+                          fn, curve);
+    if (sets == 0 || sets > 1024)
+        return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: %llu masks (give 1 to 1024)", fn,
+                          (unsigned long long)sets);
+    bytes = masked_scratch(sets, curve == CUZK_MSM_G1 ? sizeof(Xyzz<Fp>) : sizeof(Xyzz<Fp2>));
+    return ok();
+}
+}  // namespace
+
+cuzk_status cuzk_msm_masked_scratch(int32_t device, uint32_t curve, uint64_t sets,
+                                    uint64_t* bytes) {
+    return guard("cuzk_msm_masked_scratch", [&]() -> cuzk_status {
+        (void)device;
+        if (bytes == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "cuzk_msm_masked_scratch: null pointer");
+        return masked_check("cuzk_msm_masked_scratch", curve, sets, *bytes);
+    });
+}
+
+cuzk_status cuzk_msm_masked_accumulate(int32_t device, const cuzk_msm_masked_input* input,
+                                       const cuzk_msm_device_scratch* scratch, void* stream) {
+    return guard("cuzk_msm_masked_accumulate", [&]() -> cuzk_status {
+        constexpr const char* fn = "cuzk_msm_masked_accumulate";
+        if (input == nullptr || scratch == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: null pointer", fn);
+        uint64_t need = 0;
+        CUZK_TRY(masked_check(fn, input->curve, input->sets, need));
+        if (input->first > 1)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: first = %u (give 0 or 1)", fn,
+                              input->first);
+        if (scratch->ptr == nullptr || scratch->bytes < need)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "%s: scratch of %llu bytes, %llu needed (cuzk_msm_masked_scratch)",
+                              fn, (unsigned long long)scratch->bytes, (unsigned long long)need);
+        const uint64_t words = (input->count + 63) / 64;
+        if (input->first_word > input->mask_words || words > input->mask_words - input->first_word)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "%s: %llu points from word %llu pass masks of %llu words", fn,
+                              (unsigned long long)input->count,
+                              (unsigned long long)input->first_word,
+                              (unsigned long long)input->mask_words);
+        if (input->count > 0 && (input->bases == nullptr || input->masks == nullptr))
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: null device pointer", fn);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        auto* base = static_cast<char*>(scratch->ptr);
+        const auto st = (cudaStream_t)stream;
+        const bool first = input->first == 1;
+        if (input->curve == CUZK_MSM_G1)
+            return masked_accumulate<Fp>(static_cast<const Affine<Fp>*>(input->bases),
+                                         input->count, input->masks, input->sets,
+                                         input->mask_words, input->first_word, first, base, st);
+        return masked_accumulate<Fp2>(static_cast<const Affine<Fp2>*>(input->bases), input->count,
+                                      input->masks, input->sets, input->mask_words,
+                                      input->first_word, first, base, st);
+    });
+}
+
+cuzk_status cuzk_msm_masked_finish(int32_t device, uint32_t curve, uint64_t sets,
+                                   const cuzk_msm_device_scratch* scratch, void* sums,
+                                   void* stream) {
+    return guard("cuzk_msm_masked_finish", [&]() -> cuzk_status {
+        constexpr const char* fn = "cuzk_msm_masked_finish";
+        if (scratch == nullptr || sums == nullptr)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0, "%s: null pointer", fn);
+        uint64_t need = 0;
+        CUZK_TRY(masked_check(fn, curve, sets, need));
+        if (scratch->ptr == nullptr || scratch->bytes < need)
+            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
+                              "%s: scratch of %llu bytes, %llu needed (cuzk_msm_masked_scratch)",
+                              fn, (unsigned long long)scratch->bytes, (unsigned long long)need);
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        auto* base = static_cast<char*>(scratch->ptr);
+        const auto st = (cudaStream_t)stream;
+        if (curve == CUZK_MSM_G1) return masked_finish<Fp>(sets, base, sums, st);
+        return masked_finish<Fp2>(sets, base, sums, st);
+    });
+}

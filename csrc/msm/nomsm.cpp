@@ -14,5 +14,8 @@ cuzk_status cuzk_msm_classify_scratch(int32_t, uint64_t, uint64_t*) { return cuz
 cuzk_status cuzk_msm_classify(int32_t, const void*, uint64_t, uint32_t*, const cuzk_msm_device_scratch*, uint64_t*, void*) { return cuzk::no_cuda_build("cuzk_msm_classify"); }
 cuzk_status cuzk_msm_sum_scratch(int32_t, uint32_t, uint64_t, uint64_t*) { return cuzk::no_cuda_build("cuzk_msm_sum_scratch"); }
 cuzk_status cuzk_msm_sum_indexed(int32_t, const cuzk_msm_sum_input*, const cuzk_msm_device_scratch*, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_sum_indexed"); }
+cuzk_status cuzk_msm_masked_scratch(int32_t, uint32_t, uint64_t, uint64_t*) { return cuzk::no_cuda_build("cuzk_msm_masked_scratch"); }
+cuzk_status cuzk_msm_masked_accumulate(int32_t, const cuzk_msm_masked_input*, const cuzk_msm_device_scratch*, void*) { return cuzk::no_cuda_build("cuzk_msm_masked_accumulate"); }
+cuzk_status cuzk_msm_masked_finish(int32_t, uint32_t, uint64_t, const cuzk_msm_device_scratch*, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_masked_finish"); }
 
 }  // extern "C"

@@ -198,3 +198,98 @@ cuzk_status sum_indexed(const Affine<F>* bases, const uint32_t* idx, uint64_t co
 }
 
 }  // namespace
+
+// ---- sums of the points selected by bitmasks (several masks at once) -------
+
+namespace {
+
+// Partial sums a mask: 8^5, so that the tree's groups of kSumGroup never
+// straddle two masks' partials (each level divides every mask's count by 8
+// exactly) and 2^15 threads a mask fill the card with one mask or many.
+constexpr uint32_t kMaskedPartials = 1u << 15;
+static_assert(kSumGroup == 8, "kMaskedPartials is a power of kSumGroup");
+
+// Bytes of the partial sums (and the tree's second buffer) for `sets` masks
+// of points of `point_bytes` (XYZZ) bytes.
+uint64_t masked_scratch(uint64_t sets, uint64_t point_bytes) {
+    return align_up(sets * kMaskedPartials * point_bytes) +
+           align_up(sets * (kMaskedPartials / kSumGroup) * point_bytes);
+}
+
+// Thread t of mask p (blockIdx.y) sums bases[j] for the set bits j of its
+// share of the call's mask words (word w of the call is word first_word + w
+// of row p; bits at or past `count` are ignored), with mixed additions
+// into an XYZZ accumulator in shared memory, then adds partials[p T + t]
+// unless `first`, and stores the result there.
+template <class F, int MinBlocks>
+__global__ void __launch_bounds__(kThreads, MinBlocks)
+    masked_sum_kernel(const Affine<F>* __restrict__ bases, uint64_t count,
+                      const uint64_t* __restrict__ masks, uint64_t mask_words,
+                      uint64_t first_word, uint64_t words_a_thread, bool first,
+                      Xyzz<F>* __restrict__ partials) {
+    __shared__ uint4 smem[4 * SmemAcc<F>::kWords * kThreads];
+    const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
+    if (t >= kMaskedPartials) return;
+    const uint64_t* row = masks + blockIdx.y * mask_words + first_word;
+    const uint64_t words = (count + 63) / 64;
+    const uint64_t w0 = t * words_a_thread;
+    const uint64_t w1 = w0 + words_a_thread < words ? w0 + words_a_thread : words;
+    const SmemAcc<F> a{smem + threadIdx.x};
+    bool fresh = true;  // the accumulator is the identity
+    for (uint64_t w = w0; w < w1; ++w) {
+        uint64_t bits = row[w];
+        const uint64_t left = count - w * 64;
+        if (left < 64) bits &= (uint64_t(1) << left) - 1;
+        while (bits != 0) {
+            const uint64_t j = w * 64 + (uint64_t)(__ffsll((long long)bits) - 1);
+            bits &= bits - 1;
+            fresh = madd_smem(a, fresh, ld(bases + j));
+        }
+    }
+    Xyzz<F>* out = partials + blockIdx.y * (uint64_t)kMaskedPartials + t;
+    if (fresh) a.store(Xyzz<F>::identity());
+    if (!first) add_smem<F>(a, GlobalXyzz<F>{out});
+    st(out, a.load());
+}
+
+template <class F>
+cuzk_status masked_accumulate(const Affine<F>* bases, uint64_t count, const uint64_t* masks,
+                              uint64_t sets, uint64_t mask_words, uint64_t first_word,
+                              bool first, char* scratch, cudaStream_t stream) {
+    const uint64_t words = ceil_div(count, 64);
+    const uint64_t per = words == 0 ? 1 : ceil_div(words, kMaskedPartials);
+    constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
+    const dim3 grid((unsigned)ceil_div(kMaskedPartials, kThreads), (unsigned)sets);
+    masked_sum_kernel<F, kMinBlocks><<<grid, kThreads, 0, stream>>>(
+        bases, count, masks, mask_words, first_word, per, first,
+        reinterpret_cast<Xyzz<F>*>(scratch));
+    CUZK_CUDA_TRY(cudaGetLastError());
+    return ok();
+}
+
+// Adds each mask's partials by a tree of range_sum_kernel levels (groups of
+// kSumGroup, alternating between the scratch's two buffers) and writes the
+// `sets` sums to the host array `sums`. Waits for the stream.
+template <class F>
+cuzk_status masked_finish(uint64_t sets, char* scratch, void* sums, cudaStream_t stream) {
+    using X = Xyzz<F>;
+    X* buf[2] = {reinterpret_cast<X*>(scratch),
+                 reinterpret_cast<X*>(scratch +
+                                      align_up(sets * kMaskedPartials * sizeof(X)))};
+    uint64_t len = sets * kMaskedPartials;
+    int cur = 0;
+    while (len > sets) {
+        const uint64_t next = len / kSumGroup;
+        range_sum_kernel<F><<<(unsigned)ceil_div(next, kSegThreads), kSegThreads, 0, stream>>>(
+            buf[cur], len, kSumGroup, buf[cur ^ 1]);
+        CUZK_CUDA_TRY(cudaGetLastError());
+        cur ^= 1;
+        len = next;
+    }
+    CUZK_CUDA_TRY(
+        cudaMemcpyAsync(sums, buf[cur], sets * sizeof(X), cudaMemcpyDeviceToHost, stream));
+    CUZK_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ok();
+}
+
+}  // namespace

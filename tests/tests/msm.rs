@@ -940,6 +940,69 @@ fn gpu_streamed_msm_equals_blst() {
     check_streamed::<g2::Config>(&mut r, n, &caps, 72 << 20, 48 << 20);
 }
 
+/// `masked_sums_streamed` against blst: for G1 and G2, under caps that
+/// stream the bases in one chunk or several, each mask's sum equals the
+/// MSM of the bases with scalar 1 where the mask's bit is set and 0
+/// elsewhere. Masks: random halves, every bit, none, the last base alone
+/// (a partial last word), the first 64 bases alone.
+fn check_masked<P: MsmCurve>(r: &mut ChaCha20Rng, n: usize, caps: &[u64])
+where
+    Affine<P>: cuzk_field::DeviceRepr,
+{
+    let words = n.div_ceil(64);
+    let b = points::<P>(r, n);
+    let mut masks: Vec<Vec<u64>> = vec![
+        (0..words).map(|_| r.gen()).collect(),
+        vec![u64::MAX; words],
+        vec![0; words],
+        vec![0; words],
+        vec![0; words],
+    ];
+    masks[0][words - 1] &= u64::MAX >> (words * 64 - n);
+    masks[1][words - 1] &= u64::MAX >> (words * 64 - n);
+    masks[3][(n - 1) / 64] = 1 << ((n - 1) % 64);
+    masks[4][0] = u64::MAX;
+    let want: Vec<_> = masks
+        .iter()
+        .map(|m| {
+            let bits: Vec<Fr> = (0..n)
+                .map(|j| Fr::from((m[j / 64] >> (j % 64)) & 1))
+                .collect();
+            cpu::msm_dense(&b, &bits).unwrap().into_affine()
+        })
+        .collect();
+    let rows: Vec<&[u64]> = masks.iter().map(Vec::as_slice).collect();
+    for &cap in caps {
+        let got = capped(cap).masked_sums_streamed(&b, &rows).unwrap();
+        for (p, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.into_affine(), *w, "{} mask {p}, cap {cap}", P::NAME);
+        }
+    }
+    let e = capped(caps[0]);
+    match e.masked_sums_streamed(&b[..n - 64], &rows) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("words"), "{m}"),
+        other => panic!("expected masks of the wrong length to be refused, got {other:?}"),
+    }
+    assert!(e.masked_sums_streamed(&b, &[]).unwrap().is_empty());
+}
+
+/// Sums of the bases that bitmasks select, several masks over one stream
+/// of bases (the witness pass of a batch: the ones of each partition's
+/// witness), equal blst's MSMs of 0/1 scalars for G1 and G2.
+#[test]
+#[ignore = "needs a GPU"]
+fn gpu_masked_sums_equal_blst() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut r = rng("gpu_masked_sums_equal_blst");
+    let n = (1 << 20) + 12345;
+    check_masked::<g1::Config>(&mut r, n, &[8 * 96 * n as u64, 150 << 20, 40 << 20]);
+    let n = (1 << 19) + 3;
+    check_masked::<g2::Config>(&mut r, n, &[8 * 192 * n as u64, 120 << 20, 72 << 20]);
+    report("msm: masked sums of streamed bases (G1 2^20 + 12345, G2 2^19 + 3) equal blst");
+}
+
 /// Points from which an MSM runs in two parts (see `MsmConfig::split`).
 const SPLIT_MIN_POINTS: usize = 1 << 20;
 

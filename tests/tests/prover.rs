@@ -1236,8 +1236,10 @@ fn gpu_r1cs_evaluation_matches_cpu() {
 /// on the GPU runs the two sides at once, each within its own share of the
 /// budget. Its proofs equal the same prover's with the overlap off (the
 /// MSMs one after another) and the CPU path's, for the same r and s; a
-/// batch of two workers under the same budget does the same. The budget's
-/// peak stays under its limit and every byte comes back.
+/// batch of two workers under the same budget does the same, and so does
+/// one whose witness MSMs run in one pass for the batch
+/// (`MultiGpuProver::with_witness_pass`). The budget's peak stays under its
+/// limit and every byte comes back.
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_overlapped_msms_match_cpu() {
@@ -1285,9 +1287,19 @@ fn gpu_overlapped_msms_match_cpu() {
         .unwrap()
         .with_r1cs(r1cs.clone())
         .unwrap();
+    let with_pass = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2)
+        .unwrap()
+        .with_r1cs(r1cs.clone())
+        .unwrap()
+        .with_witness_pass(true);
     drop(held);
     let streamed = on.streamed_queries();
-    for p in [&on, &off, multi.prover(0).unwrap()] {
+    for p in [
+        &on,
+        &off,
+        multi.prover(0).unwrap(),
+        with_pass.prover(0).unwrap(),
+    ] {
         let streamed = p.streamed_queries();
         assert!(
             ["H", "L", "A", "B G1", "B G2"]
@@ -1324,6 +1336,32 @@ fn gpu_overlapped_msms_match_cpu() {
         assert_eq!(got, cpu.prove_job(j).unwrap().0, "batch");
     }
     drop(multi);
+    // The batch's witness MSMs in one pass (each witness query's bases
+    // streamed once for the five proofs, one with r = 0: no B in G1).
+    let mut jobs: Vec<ProofJob<'_>> = (0..4).map(|_| job(&mut rng)).collect();
+    jobs.push(ProofJob {
+        r: Fr::from(0u64),
+        ..job(&mut rng)
+    });
+    let d0 = with_pass.device_clock_ms(0).unwrap().expect("a GPU lane");
+    let out = with_pass.prove_batch(&jobs, None).unwrap();
+    let d1 = with_pass.device_clock_ms(0).unwrap().expect("a GPU lane");
+    let mut timings = Vec::new();
+    for (j, o) in jobs.iter().zip(out) {
+        let (got, t, _) = o.unwrap();
+        assert_eq!(t.witness_pass_proofs, jobs.len(), "witness pass: {t:?}");
+        let (a, b) = t.witness_pass_device_ms.expect("the pass's device times");
+        assert!(d0 <= a && a <= b && b <= d1, "pass: {d0} {a} {b} {d1}");
+        assert_eq!(
+            got,
+            cpu.prove_job(j).unwrap().0,
+            "batch with a witness pass"
+        );
+        timings.push(t);
+    }
+    let busy = cuzk_prover::gpu_busy_fraction_device(&timings, d0, d1).unwrap();
+    assert!(busy > 0.0 && busy <= 1.0, "busy {busy}");
+    drop(with_pass);
     let peak = mem.budget().peak_claimed_bytes();
     let limit = mem.budget().limit_bytes().unwrap();
     assert!(peak <= limit, "peak {peak} > limit {limit}");

@@ -898,7 +898,7 @@ impl GpuMsm {
 
     /// `r`, after waiting for the stream when it is an error: kernels may
     /// still read the buffers that the caller drops next.
-    fn waited<T>(&self, r: Result<T>) -> Result<T> {
+    pub(crate) fn waited<T>(&self, r: Result<T>) -> Result<T> {
         if r.is_err() {
             let _ = self.e.stream.synchronize();
         }

@@ -3,11 +3,14 @@
 //! 16 GiB card): the copy of chunk i + 1 overlaps the MSM of chunk i, and
 //! the chunks' sums are added.
 
+use crate::engine::check;
 use crate::engine::{check_range, point_bytes, GpuMsm};
 use crate::plan::MIN_CHUNK_POINTS;
+use crate::sys;
 use crate::{Error, Fr, MsmCurve, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use cuzk_alloc::DeviceBuffer;
+use cuzk_field::layout::Xyzz;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -168,6 +171,124 @@ impl GpuMsm {
             )));
         }
         self.stream_device(bases, Some(indices), scalars, range.start)
+    }
+
+    /// For each mask p, `sum_j bases[j]` over the bits j set in
+    /// `masks[p]` (bit j % 64 of word j / 64), with the bases streamed
+    /// from host memory once for all masks, in chunks as
+    /// [`GpuMsm::msm_streamed`] sends them. This is the share of a Groth16
+    /// witness MSM whose scalars are 1 (a witness of bits), for the
+    /// witnesses of several partitions of one key at a time: each chunk of
+    /// the key crosses PCIe once for all of them instead of once a
+    /// partition. Each mask's sum is taken by 2^15 threads, each adding its
+    /// share of the set bits' points (mixed additions in XYZZ coordinates)
+    /// across the chunks, then a tree of additions.
+    ///
+    /// Device memory: the masks (8 bytes a 64 bases a mask), the partial
+    /// sums (2^15 XYZZ points a mask: 6.75 MiB in G1, 13.5 MiB in G2), then
+    /// the chunks as [`GpuMsm::msm_streamed`] takes them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a mask is not `bases.len().div_ceil(64)`
+    /// words or there are more than 1024 masks; [`Error::OutOfMemory`] when
+    /// the budget cannot hold the masks, the partial sums and two chunks of
+    /// [`MIN_CHUNK_POINTS`] points; CUDA errors.
+    pub fn masked_sums_streamed<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        masks: &[&[u64]],
+    ) -> Result<Vec<Projective<P>>> {
+        let words = bases.len().div_ceil(64);
+        if let Some((p, m)) = masks.iter().enumerate().find(|(_, m)| m.len() != words) {
+            return Err(Error::InvalidArgument(format!(
+                "mask {p} has {} words for {} bases: give {words} (one bit a base)",
+                m.len(),
+                bases.len()
+            )));
+        }
+        if masks.len() > 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "{} masks in one call: give at most 1024",
+                masks.len()
+            )));
+        }
+        if masks.is_empty() || bases.is_empty() {
+            return Ok(vec![Projective::default(); masks.len()]);
+        }
+        let e = &self.e;
+        let device = e.mem.device();
+        let sets = masks.len() as u64;
+        let mut bytes = 0u64;
+        // SAFETY: an output integer, valid for the call.
+        check(unsafe { sys::cuzk_msm_masked_scratch(device, P::CURVE, sets, &mut bytes) })?;
+        let mut scratch = self.alloc::<u8>(bytes as usize, &e.stream)?;
+        let mut rows = self.alloc::<u64>(masks.len() * words, &e.stream)?;
+        let host: Vec<u64> = masks.concat();
+        e.copies2.upload(&mut rows, &host)?;
+        drop(host);
+        let area = sys::cuzk_msm_device_scratch {
+            ptr: scratch.as_mut_ptr().cast(),
+            bytes,
+        };
+        let rows_ptr = rows.as_ptr();
+        self.stream(bases, None, |g, chunk, at| {
+            if at.start % 64 != 0 {
+                return Err(Error::Internal(format!(
+                    "a masked chunk starts at point {}, not a multiple of 64",
+                    at.start
+                )));
+            }
+            let input = sys::cuzk_msm_masked_input {
+                curve: P::CURVE,
+                first: u32::from(at.start == 0),
+                bases: chunk.cast(),
+                count: at.len() as u64,
+                masks: rows_ptr,
+                sets,
+                mask_words: words as u64,
+                first_word: (at.start / 64) as u64,
+            };
+            // SAFETY: `chunk` holds the chunk's `at.len()` points of P on
+            // this device, `rows` `sets` rows of `words` words, `area`
+            // names `scratch`'s bytes; all outlive the kernel, which the
+            // stream's synchronize waits for before the chunk's buffer is
+            // reused.
+            let r = check(unsafe {
+                sys::cuzk_msm_masked_accumulate(device, &input, &area, g.e.stream.as_raw())
+            })
+            .and_then(|()| g.e.stream.synchronize());
+            g.waited(r).map(|()| Projective::default())
+        })
+        .map(drop)?;
+        let mut sums = vec![Xyzz::<P>::identity(); masks.len()];
+        // SAFETY: `area` names `scratch` (partial sums of `sets` masks
+        // accumulated above); `sums` holds `sets` XYZZ points of P's
+        // layout and outlives the call, which waits for the stream.
+        let r = check(unsafe {
+            sys::cuzk_msm_masked_finish(
+                device,
+                P::CURVE,
+                sets,
+                &area,
+                sums.as_mut_ptr().cast(),
+                e.stream.as_raw(),
+            )
+        });
+        self.waited(r)?;
+        drop(rows);
+        sums.iter()
+            .enumerate()
+            .map(|(p, s)| {
+                if s.is_consistent() {
+                    Ok(s.to_affine().into())
+                } else {
+                    Err(Error::Internal(format!(
+                        "{} masked sum {p}: the GPU returned an XYZZ point with zz^3 != zzz^2",
+                        P::NAME
+                    )))
+                }
+            })
+            .collect()
     }
 
     /// [`GpuMsm::stream`] of `bases` (or the bases `indices` of them)

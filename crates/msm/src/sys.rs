@@ -368,3 +368,72 @@ unsafe extern "C" {
         stream: *mut ::core::ffi::c_void,
     ) -> cuzk_status;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct cuzk_msm_masked_input {
+    pub curve: u32,
+    pub first: u32,
+    pub bases: *const ::core::ffi::c_void,
+    pub count: u64,
+    pub masks: *const u64,
+    pub sets: u64,
+    pub mask_words: u64,
+    pub first_word: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_msm_masked_input"][::core::mem::size_of::<cuzk_msm_masked_input>() - 56usize];
+    ["Alignment of cuzk_msm_masked_input"]
+        [::core::mem::align_of::<cuzk_msm_masked_input>() - 8usize];
+    ["Offset of field: cuzk_msm_masked_input::curve"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, curve) - 0usize];
+    ["Offset of field: cuzk_msm_masked_input::first"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, first) - 4usize];
+    ["Offset of field: cuzk_msm_masked_input::bases"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, bases) - 8usize];
+    ["Offset of field: cuzk_msm_masked_input::count"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, count) - 16usize];
+    ["Offset of field: cuzk_msm_masked_input::masks"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, masks) - 24usize];
+    ["Offset of field: cuzk_msm_masked_input::sets"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, sets) - 32usize];
+    ["Offset of field: cuzk_msm_masked_input::mask_words"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, mask_words) - 40usize];
+    ["Offset of field: cuzk_msm_masked_input::first_word"]
+        [::core::mem::offset_of!(cuzk_msm_masked_input, first_word) - 48usize];
+};
+impl Default for cuzk_msm_masked_input {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_masked_scratch(
+        device: i32,
+        curve: u32,
+        sets: u64,
+        bytes: *mut u64,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_masked_accumulate(
+        device: i32,
+        input: *const cuzk_msm_masked_input,
+        scratch: *const cuzk_msm_device_scratch,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_msm_masked_finish(
+        device: i32,
+        curve: u32,
+        sets: u64,
+        scratch: *const cuzk_msm_device_scratch,
+        sums: *mut ::core::ffi::c_void,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}

@@ -96,6 +96,11 @@ struct Args {
     /// query (`Prover::with_nonzero_streaming(true)`; default: every base).
     #[arg(long)]
     stream_nonzero_bases: bool,
+    /// With --batch and a MultiGpuProver: the witness MSMs of the batch in
+    /// one pass a GPU, each witness query's bases streamed once for every
+    /// partition (`MultiGpuProver::with_witness_pass(true)`).
+    #[arg(long)]
+    witness_pass: bool,
     /// sha256: prove the proofs as one batch of partitions (different
     /// preimages), synthesis of the next overlapping the current proof.
     #[arg(long)]
@@ -333,7 +338,8 @@ fn make_multi(
     };
     let m = MultiGpuProver::with_memories(pk, &memories, args.workers)?
         .with_check_witness(args.check_witness)
-        .with_nonzero_streaming(args.stream_nonzero_bases);
+        .with_nonzero_streaming(args.stream_nonzero_bases)
+        .with_witness_pass(args.witness_pass);
     let m = match r1cs {
         Some(r) => m.with_r1cs(r)?,
         None => m,

@@ -23,6 +23,7 @@
 //! into pinned memory), and no proof runs out of memory for want of a plan.
 
 use crate::admission::Registration;
+use crate::prover::Staged;
 use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result, SparseR1cs};
 use cuzk_alloc::DeviceMemory;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -118,6 +119,142 @@ impl Lane {
     }
 }
 
+impl Lane {
+    /// The GPU stages of a device's share of a batch with a witness pass
+    /// ([`MultiGpuProver::with_witness_pass`]): `queue` (indices into
+    /// `jobs`) taken in order by `workers` threads, each proof's CPU stage
+    /// making its masks and its GPU stage leaving the witness MSMs to the
+    /// pass; then the pass, admitted as one proof, over every staged proof
+    /// that left them; then the proofs' assembly.
+    fn prove_with_pass(
+        &self,
+        jobs: &[ProofJob<'_>],
+        queue: &[usize],
+        workers: usize,
+        timeout: Duration,
+    ) -> Vec<(usize, Result<MultiProof>)> {
+        let next = AtomicUsize::new(0);
+        let staged: Vec<(usize, Result<Staged>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers.min(queue.len()))
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, Ordering::SeqCst);
+                            let Some(&i) = queue.get(k) else { break };
+                            mine.push((i, self.stage(&jobs[i], timeout)));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        let mut out = Vec::with_capacity(staged.len());
+        let mut waiting = Vec::new();
+        for (i, r) in staged {
+            match r {
+                Ok(st) if st.sums.is_none() && st.masks.is_some() => waiting.push((i, st)),
+                Ok(st) => out.push((i, self.complete(&jobs[i], st, None))),
+                Err(e) => out.push((i, Err(e))),
+            }
+        }
+        if waiting.is_empty() {
+            return out;
+        }
+        let sums = self.pass(jobs, &mut waiting, timeout);
+        let mut sums = match sums {
+            Ok(s) => s.into_iter().map(Some).collect(),
+            Err(e) => {
+                tracing::warn!(
+                    target: "cuzk_prover",
+                    "the batch's witness pass failed ({e}); each proof's witness MSMs run on \
+                     their own"
+                );
+                waiting.iter().map(|_| None).collect::<Vec<_>>()
+            }
+        };
+        for ((i, st), s) in waiting.into_iter().zip(sums.iter_mut()) {
+            let r = match s.take() {
+                Some(s) => self.complete(&jobs[i], st, Some(s)),
+                // A failed pass: the proof's witness MSMs from its host
+                // assignment, admitted as a GPU stage.
+                None => self
+                    .gate
+                    .admit(timeout)
+                    .and_then(|_a| self.complete(&jobs[i], st, None)),
+            };
+            out.push((i, r));
+        }
+        out
+    }
+
+    /// One proof of a batch with a witness pass, through its GPU stage.
+    fn stage(&self, job: &ProofJob<'_>, timeout: Duration) -> Result<Staged> {
+        let idle = self.prover.evaluates_on_gpu(job) && self.gate.idle();
+        let now = if idle { self.gate.try_admit() } else { None };
+        let mut prepared = self.prover.prepare(job, 0.0, now.is_none())?;
+        self.prover.prepare_masks(job, &mut prepared);
+        let admitted = match now {
+            Some(admitted) => admitted,
+            None => self.gate.admit(timeout)?,
+        };
+        prepared.sole = admitted.sole() && self.memory.is_some();
+        let _counted = InStage::enter(&self.in_stage, &self.peak);
+        self.prover.gpu_stage(job, prepared)
+    }
+
+    /// The witness pass over `waiting` (staged proofs of `jobs` with their
+    /// masks), admitted as one proof; its times go into each proof's
+    /// timings.
+    fn pass(
+        &self,
+        jobs: &[ProofJob<'_>],
+        waiting: &mut [(usize, Staged)],
+        timeout: Duration,
+    ) -> Result<Vec<crate::prover::WitnessSums>> {
+        let _admitted = self.gate.admit(timeout)?;
+        let _counted = InStage::enter(&self.in_stage, &self.peak);
+        let device_start = self.prover.device_clock_ms()?;
+        let start = std::time::Instant::now();
+        let pass_jobs: Vec<&ProofJob<'_>> = waiting.iter().map(|(i, _)| &jobs[*i]).collect();
+        let masks: Vec<&crate::prover::WitnessMasks> = waiting
+            .iter()
+            .filter_map(|(_, st)| st.masks.as_ref())
+            .collect();
+        let mut t = ProofTimings::default();
+        let sums = self.prover.witness_pass(&pass_jobs, &masks, &mut t)?;
+        let stage = Some((start, std::time::Instant::now()));
+        let device = device_start.zip(self.prover.device_clock_ms()?);
+        let n = waiting.len();
+        for (_, st) in waiting.iter_mut() {
+            let p = &mut st.timings;
+            p.msm_a_ms = t.msm_a_ms;
+            p.msm_b_g2_ms = t.msm_b_g2_ms;
+            p.msm_b_g1_ms = t.msm_b_g1_ms;
+            p.msm_l_ms = t.msm_l_ms;
+            p.witness_pass_proofs = n;
+            p.witness_pass_stage = stage;
+            p.witness_pass_device_ms = device;
+        }
+        Ok(sums)
+    }
+
+    /// A staged proof's assembly (see [`Prover::complete`]).
+    fn complete(
+        &self,
+        job: &ProofJob<'_>,
+        staged: Staged,
+        sums: Option<crate::prover::WitnessSums>,
+    ) -> Result<MultiProof> {
+        let (proof, timings) = self.prover.complete(job, staged, sums)?;
+        Ok((proof, timings, self.device))
+    }
+}
+
 /// A lane's proof in its GPU stage, counted (and the lane's peak kept)
 /// until dropped, a panic's unwinding included.
 struct InStage<'a>(&'a AtomicUsize);
@@ -154,6 +291,9 @@ pub struct MultiGpuProver {
     lanes: Vec<Lane>,
     workers: usize,
     timeout: Duration,
+    /// Whether a batch's witness MSMs run in one pass a lane
+    /// ([`MultiGpuProver::with_witness_pass`]).
+    witness_pass: bool,
 }
 
 impl std::fmt::Debug for MultiGpuProver {
@@ -161,6 +301,7 @@ impl std::fmt::Debug for MultiGpuProver {
         f.debug_struct("MultiGpuProver")
             .field("devices", &self.devices())
             .field("workers_per_device", &self.workers)
+            .field("witness_pass", &self.witness_pass)
             .field(
                 "concurrent_proofs",
                 &self
@@ -307,6 +448,7 @@ impl MultiGpuProver {
             lanes,
             workers: gpu_workers_per_device,
             timeout: DEFAULT_ADMISSION_TIMEOUT,
+            witness_pass: false,
         })
     }
 
@@ -335,6 +477,7 @@ impl MultiGpuProver {
             lanes,
             workers: workers_per_lane,
             timeout: DEFAULT_ADMISSION_TIMEOUT,
+            witness_pass: false,
         })
     }
 
@@ -353,6 +496,26 @@ impl MultiGpuProver {
         for l in &mut self.lanes {
             l.prover.overlap_msms = overlap;
         }
+        self
+    }
+
+    /// The same prover running a batch's witness MSMs (A, B in G1 and G2,
+    /// L) in one pass a device, or in each proof's GPU stage (the
+    /// default). With the pass, each proof's GPU stage runs H and its MSM
+    /// only; once a device's partitions are through it, the witness
+    /// queries' bases stream once for all of them: each partition's
+    /// scalars equal to 1 are summed by bitmask (made in its CPU stage),
+    /// the few others go through an MSM of their own
+    /// ([`cuzk_msm::GpuMsm::masked_sums_streamed`]). Where the key's
+    /// witness queries stream (a 2^27 key on a 16 GiB card), this sends
+    /// them across PCIe once a batch instead of once a partition. Applies
+    /// only to [`MultiGpuProver::prove_batch`], to proofs the GPU evaluates
+    /// (the R1CS held, [`MultiGpuProver::with_r1cs`]) whose witness queries
+    /// all stream and whose scalars are at most 1/16 neither 0 nor 1
+    /// (Groth16 witnesses of bits); others prove as before. Proofs are then
+    /// returned when the pass is done, not one by one.
+    pub fn with_witness_pass(mut self, pass: bool) -> Self {
+        self.witness_pass = pass;
         self
     }
 
@@ -391,6 +554,7 @@ impl MultiGpuProver {
             lanes,
             workers,
             timeout: self.timeout,
+            witness_pass: self.witness_pass,
         })
     }
 
@@ -510,7 +674,8 @@ impl MultiGpuProver {
     /// round-robin, i modulo the number of devices), each device's
     /// partitions taken in order by its workers. One result each, in input
     /// order, naming the device that proved it; a failing partition does
-    /// not stop the others.
+    /// not stop the others. With [`MultiGpuProver::with_witness_pass`],
+    /// each device's proofs end together, after its witness pass.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `assignment` is not one lane a job or
@@ -535,6 +700,14 @@ impl MultiGpuProver {
         let done: Vec<(usize, Result<MultiProof>)> = std::thread::scope(|scope| {
             let mut handles = Vec::new();
             for (lane, queue) in self.lanes.iter().zip(&plan) {
+                if self.witness_pass {
+                    // One thread a lane: its workers, then its pass.
+                    let (workers, timeout) = (self.workers, self.timeout);
+                    handles.push(
+                        scope.spawn(move || lane.prove_with_pass(jobs, queue, workers, timeout)),
+                    );
+                    continue;
+                }
                 let next = Arc::new(AtomicUsize::new(0));
                 for _ in 0..self.workers.min(queue.len()) {
                     let next = next.clone();

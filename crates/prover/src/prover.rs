@@ -2,7 +2,7 @@
 
 use crate::device_r1cs::DeviceR1cs;
 use crate::memory::{self, PROVER_FULL_TWIDDLE_MAX_BYTES};
-use crate::query::{NonZero, Query, Residency};
+use crate::query::{Masked, NonZero, Query, Residency};
 use crate::r1cs::{synthesize, ProofJob};
 use crate::sparse::SparseR1cs;
 use crate::timings::{ms, ProofTimings};
@@ -62,7 +62,7 @@ const WITNESS_SHARE_BYTES: u64 = 2 << 30;
 const OVERLAP_SLACK_BYTES: u64 = 64 << 20;
 
 /// The sums of the witness MSMs of a proof.
-struct WitnessSums {
+pub(crate) struct WitnessSums {
     a: g1::G1Projective,
     b_g2: g2::G2Projective,
     /// `None` when r = 0 (B in G1 is not needed).
@@ -127,6 +127,10 @@ pub(crate) struct Prepared {
     /// With `abc` `None`: the non-zero scalars of each streamed witness
     /// query, whose bases alone then cross PCIe.
     nonzero: WitnessNonZero,
+    /// With `abc` `None`: the scalars of the witness queries for a batch's
+    /// witness pass ([`Prover::prepare_masks`]); the GPU stage then leaves
+    /// the witness MSMs to it.
+    masks: Option<WitnessMasks>,
     timings: ProofTimings,
     /// Whether the proof was admitted to its GPU stage as the only one its
     /// device admits at once (set by a [`crate::MultiGpuProver`] lane after
@@ -134,6 +138,27 @@ pub(crate) struct Prepared {
     /// device (of any prover sharing the memory), it may evaluate C z into
     /// a third vector beside B z's NTTs where the budget holds it.
     pub(crate) sole: bool,
+}
+
+/// A proof's scalars of each witness query as [`Masked`] for a batch's
+/// witness pass ([`Prover::prepare_masks`]; `None` for an empty query and
+/// for B in G1 when r is zero).
+#[derive(Debug, Default)]
+pub(crate) struct WitnessMasks {
+    a: Option<Masked>,
+    b_g1: Option<Masked>,
+    b_g2: Option<Masked>,
+    l: Option<Masked>,
+}
+
+/// A proof after its GPU stage: H's MSM, and the witness MSMs' sums unless
+/// they wait for the batch's witness pass (`sums` `None`, `masks` the
+/// proof's scalars for it).
+pub(crate) struct Staged {
+    h_acc: g1::G1Projective,
+    pub(crate) sums: Option<WitnessSums>,
+    pub(crate) masks: Option<WitnessMasks>,
+    pub(crate) timings: ProofTimings,
 }
 
 /// The non-zero scalars of a proof's streamed witness queries
@@ -836,6 +861,7 @@ impl Prover {
             abc,
             z_pinned,
             nonzero,
+            masks: None,
             timings: ProofTimings {
                 witness_ms,
                 eval_ms: ms(t0),
@@ -853,6 +879,213 @@ impl Prover {
         job: &ProofJob<'_>,
         prepared: Prepared,
     ) -> Result<(Proof, ProofTimings)> {
+        let staged = self.gpu_stage(job, prepared)?;
+        self.complete(job, staged, None)
+    }
+
+    /// A staged proof's assembly: its witness sums from its GPU stage, else
+    /// `sums` (from a witness pass), else its witness MSMs now from the
+    /// host assignment (a pass that failed); emits the timings.
+    ///
+    /// # Errors
+    /// As the witness MSMs ([`Query::msm`]).
+    pub(crate) fn complete(
+        &self,
+        job: &ProofJob<'_>,
+        staged: Staged,
+        sums: Option<WitnessSums>,
+    ) -> Result<(Proof, ProofTimings)> {
+        let Staged {
+            h_acc,
+            sums: own,
+            timings: mut t,
+            ..
+        } = staged;
+        let sums = match (own, sums) {
+            (Some(s), _) | (None, Some(s)) => s,
+            (None, None) => {
+                self.witness_msms(job, None, None, &WitnessNonZero::default(), &mut t)?
+            }
+        };
+        let pk = &self.pk;
+        let (r, s) = (job.r, job.s);
+        let t0 = Instant::now();
+        let delta_g1 = pk.delta_g1.into_group();
+        let g_a = sums.a + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
+        let g2_b = sums.b_g2 + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
+        let g1_b = match sums.b_g1 {
+            Some(acc) => acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s,
+            None => g1::G1Projective::ZERO,
+        };
+        let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + sums.l + h_acc;
+        let proof = Proof {
+            a: g_a.into_affine(),
+            b: g2_b.into_affine(),
+            c: g_c.into_affine(),
+        };
+        t.assembly_ms = ms(t0);
+        t.emit(self.backend_name());
+        Ok((proof, t))
+    }
+
+    /// The scalars of `job`'s witness queries as bitmasks of their ones
+    /// and lists of the rest, into `prepared`, for a batch's witness pass
+    /// (the CPU stage's part of it; see
+    /// [`crate::MultiGpuProver::with_witness_pass`]). Left out (the proof's
+    /// GPU stage then runs its witness MSMs itself) unless the GPU
+    /// evaluates the proof and every non-empty witness query streams and
+    /// has at most 1/16 of its scalars neither 0 nor 1.
+    pub(crate) fn prepare_masks(&self, job: &ProofJob<'_>, prepared: &mut Prepared) {
+        if self.gpu.is_none() || prepared.abc.is_some() {
+            return;
+        }
+        let t0 = Instant::now();
+        let z = job.full_assignment;
+        let from = |i: usize| z.get(i..).unwrap_or(&[]);
+        macro_rules! masked {
+            ($q:expr, $host:expr) => {
+                if $q.is_empty() {
+                    Some(None)
+                } else {
+                    $q.masked($host).map(Some)
+                }
+            };
+        }
+        let b_g1 = if job.r == Fr::ZERO {
+            Some(None)
+        } else {
+            masked!(self.b_g1, from(1))
+        };
+        let masks = (|| {
+            Some(WitnessMasks {
+                a: masked!(self.a, from(1))?,
+                b_g1: b_g1?,
+                b_g2: masked!(self.b_g2, from(1))?,
+                l: masked!(self.l, from(job.num_inputs))?,
+            })
+        })();
+        if masks.is_some() {
+            // The pass streams every base of the queries (once for the
+            // batch): no gathers of non-zero scalars' bases.
+            let r1cs = prepared
+                .timings
+                .streamed_bytes
+                .saturating_sub(self.streamed_bytes_with(&prepared.nonzero));
+            prepared.nonzero = WitnessNonZero::default();
+            prepared.timings.streamed_bytes = self.streamed_bytes() + r1cs;
+        }
+        prepared.masks = masks;
+        prepared.timings.eval_ms += ms(t0);
+    }
+
+    /// The witness MSMs of several staged proofs at once (a batch's witness
+    /// pass): for each witness query, its bases stream once for all the
+    /// proofs, each proof's ones summed by bitmask and its other scalars
+    /// through an MSM of their own ([`Query::masked_msms`]). `jobs[i]` is
+    /// the job of `masks[i]`; every job has the key's shape.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the jobs' assignments differ in
+    /// length; as [`Query::masked_msms`].
+    pub(crate) fn witness_pass(
+        &self,
+        jobs: &[&ProofJob<'_>],
+        masks: &[&WitnessMasks],
+        t: &mut ProofTimings,
+    ) -> Result<Vec<WitnessSums>> {
+        let Some(first) = jobs.first() else {
+            return Ok(Vec::new());
+        };
+        let (vars, inputs) = (first.full_assignment.len(), first.num_inputs);
+        if let Some(j) = jobs
+            .iter()
+            .find(|j| j.full_assignment.len() != vars || j.num_inputs != inputs)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "a witness pass over assignments of {vars} and {} variables ({inputs} and {} \
+                 inputs): give one key's partitions",
+                j.full_assignment.len(),
+                j.num_inputs
+            )));
+        }
+        let pk = &self.pk;
+        // Each query's sums, one a proof whose mask `pick` gives (zero for
+        // the others: an empty query, B in G1 when r is zero).
+        fn pass<P: cuzk_msm::MsmCurve>(
+            q: &Query<P>,
+            bases: &[ark_ec::short_weierstrass::Affine<P>],
+            len: usize,
+            picked: &[Option<&Masked>],
+        ) -> Result<Vec<ark_ec::short_weierstrass::Projective<P>>>
+        where
+            ark_ec::short_weierstrass::Affine<P>: cuzk_field::DeviceRepr,
+        {
+            let some: Vec<&Masked> = picked.iter().flatten().copied().collect();
+            let mut sums = if some.is_empty() {
+                Vec::new()
+            } else {
+                q.masked_msms(bases, len, &some)?
+            }
+            .into_iter();
+            Ok(picked
+                .iter()
+                .map(|m| match m {
+                    Some(_) => sums.next().unwrap_or_default(),
+                    None => Default::default(),
+                })
+                .collect())
+        }
+        let t0 = Instant::now();
+        let picked = |f: fn(&WitnessMasks) -> Option<&Masked>| -> Vec<Option<&Masked>> {
+            masks.iter().map(|m| f(m)).collect()
+        };
+        let a = pass(
+            &self.a,
+            &pk.a_query[1..],
+            vars - 1,
+            &picked(|m| m.a.as_ref()),
+        )?;
+        t.msm_a_ms = ms(t0);
+        let t0 = Instant::now();
+        let b_g2 = pass(
+            &self.b_g2,
+            &pk.b_g2_query[1..],
+            vars - 1,
+            &picked(|m| m.b_g2.as_ref()),
+        )?;
+        t.msm_b_g2_ms = ms(t0);
+        let t0 = Instant::now();
+        let b_g1 = pass(
+            &self.b_g1,
+            &pk.b_g1_query[1..],
+            vars - 1,
+            &picked(|m| m.b_g1.as_ref()),
+        )?;
+        t.msm_b_g1_ms = ms(t0);
+        let t0 = Instant::now();
+        let l = pass(
+            &self.l,
+            &pk.l_query,
+            vars - inputs,
+            &picked(|m| m.l.as_ref()),
+        )?;
+        t.msm_l_ms = ms(t0);
+        Ok(jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| WitnessSums {
+                a: a[i],
+                b_g2: b_g2[i],
+                b_g1: (j.r != Fr::ZERO).then_some(b_g1[i]),
+                l: l[i],
+            })
+            .collect())
+    }
+
+    /// The GPU stage of a prepared proof (on the CPU path, the CPU's
+    /// work): H and its MSM, and the witness MSMs unless they wait for a
+    /// batch's witness pass (the proof's masks kept in [`Staged`]).
+    pub(crate) fn gpu_stage(&self, job: &ProofJob<'_>, prepared: Prepared) -> Result<Staged> {
         let span =
             tracing::debug_span!(target: "cuzk_prover", "prove", backend = self.backend_name());
         let _g = span.enter();
@@ -861,12 +1094,12 @@ impl Prover {
             abc,
             z_pinned,
             mut nonzero,
+            mut masks,
             timings: mut t,
             sole,
         } = prepared;
         let pk = &self.pk;
         let z = job.full_assignment;
-        let (r, s) = (job.r, job.s);
 
         // H first, so that on the GPU its device buffer (the H MSM's
         // scalars, never copied to the host) is freed before the other MSMs
@@ -919,6 +1152,7 @@ impl Prover {
                         // The witness MSMs then take host scalars: every
                         // base of a streamed query goes up.
                         nonzero = WitnessNonZero::default();
+                        masks = None;
                         t.streamed_bytes = self.streamed_bytes();
                         h_start = Instant::now();
                         Some(abc)
@@ -936,7 +1170,13 @@ impl Prover {
                 // work: counted in the H stage, marked as on the GPU.
                 t.eval_on_gpu = true;
                 t.h_ntt_ms = ms(t0);
-                let acc = match self.msm_shares(g, z.len(), &nonzero)? {
+                // With masks, the witness MSMs wait for the batch's pass:
+                // H's MSM alone, with the whole stage's memory.
+                let shares = match masks {
+                    Some(_) => None,
+                    None => self.msm_shares(g, z.len(), &nonzero)?,
+                };
+                let acc = match shares {
                     Some((h_share, w_share)) => {
                         let h_side = || {
                             let t0 = Instant::now();
@@ -1020,33 +1260,22 @@ impl Prover {
             }
         };
 
-        let sums = match beside {
-            Some(sums) => sums,
-            None => self.witness_msms(job, z_dev.as_ref(), None, &nonzero, &mut t)?,
+        let sums = match (beside, &masks) {
+            (Some(sums), _) => Some(sums),
+            (None, Some(_)) => None,
+            (None, None) => Some(self.witness_msms(job, z_dev.as_ref(), None, &nonzero, &mut t)?),
         };
         drop(z_dev);
         if let Some(g) = &self.gpu {
             t.gpu_stage = Some((stage_start, Instant::now()));
             t.gpu_stage_device_ms = device_start.zip(Some(g.clock_ms()?));
         }
-
-        let t0 = Instant::now();
-        let delta_g1 = pk.delta_g1.into_group();
-        let g_a = sums.a + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
-        let g2_b = sums.b_g2 + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
-        let g1_b = match sums.b_g1 {
-            Some(acc) => acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s,
-            None => g1::G1Projective::ZERO,
-        };
-        let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + sums.l + h_acc;
-        let proof = Proof {
-            a: g_a.into_affine(),
-            b: g2_b.into_affine(),
-            c: g_c.into_affine(),
-        };
-        t.assembly_ms = ms(t0);
-        t.emit(self.backend_name());
-        Ok((proof, t))
+        Ok(Staged {
+            h_acc,
+            sums,
+            masks,
+            timings: t,
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::AffineRepr;
-use ark_ff::AdditiveGroup;
+use ark_ff::{AdditiveGroup, Field};
 use cuzk_alloc::{DeviceBuffer, DeviceMemory, PageLock, Reservation, Stream};
 use cuzk_field::DeviceRepr;
 use cuzk_msm::{FixedBases, GpuMsm, MsmCurve};
@@ -141,6 +141,73 @@ fn nonzero_scalars(keep: Option<&[u32]>, points: usize, host: &[Fr]) -> Option<N
     Some(NonZero { bases, scalars })
 }
 
+/// A streamed query's scalars in one proof, split for a batch's witness
+/// pass ([`crate::MultiGpuProver::with_witness_pass`]): a bitmask of the
+/// scalars equal to 1 over the bases the MSMs use (bit j % 64 of word j /
+/// 64 for base j; the compacted bases when compacted), and the positions
+/// and values of the scalars neither 0 nor 1.
+#[derive(Debug, Default)]
+pub(crate) struct Masked {
+    pub(crate) ones: Vec<u64>,
+    others: Vec<u32>,
+    other_scalars: Vec<Fr>,
+}
+
+/// A witness pass pays only while the scalars neither 0 nor 1 are at most
+/// this fraction (1/16) of a query's: they go through an MSM of their own,
+/// their bases gathered on the host.
+const OTHERS_DIVISOR: usize = 16;
+
+/// [`Masked`] of an MSM over a query of `points` bases (the compacted
+/// ones, at the query positions `keep`, when compacted) against `host`,
+/// the assignment from the query's first variable (a missing scalar is
+/// zero): `None` when more than 1/[`OTHERS_DIVISOR`] of the scalars are
+/// neither 0 nor 1. Scans on rayon's threads, 64 bases a task.
+fn masked_scalars(keep: Option<&[u32]>, points: usize, host: &[Fr]) -> Option<Masked> {
+    use rayon::prelude::*;
+    let n = keep.map_or(host.len().min(points), <[u32]>::len);
+    let scalar = |j: usize| {
+        let v = match keep {
+            Some(k) => k[j] as usize,
+            None => j,
+        };
+        host.get(v).copied().unwrap_or(Fr::ZERO)
+    };
+    let one = Fr::ONE;
+    let words: Vec<(u64, Vec<(u32, Fr)>)> = (0..n.div_ceil(64))
+        .into_par_iter()
+        .map(|w| {
+            let (mut bits, mut rest) = (0u64, Vec::new());
+            for j in w * 64..(w * 64 + 64).min(n) {
+                let s = scalar(j);
+                if s == one {
+                    bits |= 1 << (j % 64);
+                } else if s != Fr::ZERO {
+                    rest.push((j as u32, s));
+                }
+            }
+            (bits, rest)
+        })
+        .collect();
+    let others: usize = words.iter().map(|(_, r)| r.len()).sum();
+    if others * OTHERS_DIVISOR > n {
+        return None;
+    }
+    let mut m = Masked {
+        ones: Vec::with_capacity(words.len()),
+        others: Vec::with_capacity(others),
+        other_scalars: Vec::with_capacity(others),
+    };
+    for (bits, rest) in words {
+        m.ones.push(bits);
+        for (j, s) in rest {
+            m.others.push(j);
+            m.other_scalars.push(s);
+        }
+    }
+    Some(m)
+}
+
 impl<P: MsmCurve> Query<P> {
     /// The query of `bases` (the full query, which must outlive this query
     /// unmoved when streamed): compacted when at least an eighth of the
@@ -229,6 +296,75 @@ impl<P: MsmCurve> Query<P> {
     pub(crate) fn nonzero(&self, host: &[Fr]) -> Option<NonZero> {
         self.streamed.as_ref()?;
         nonzero_scalars(self.keep.as_deref(), self.points, host)
+    }
+
+    /// For a streamed, non-empty query, its scalars among `host` (the
+    /// assignment from the query's first variable) as [`Masked`] for a
+    /// batch's witness pass; `None` when the query is resident, on the
+    /// CPU path or empty, or when more than 1/16 of the scalars are
+    /// neither 0 nor 1. Scans `host` on rayon's threads (the prover's CPU
+    /// stage).
+    pub(crate) fn masked(&self, host: &[Fr]) -> Option<Masked> {
+        self.streamed.as_ref()?;
+        if self.points == 0 {
+            return None;
+        }
+        masked_scalars(self.keep.as_deref(), self.points, host)
+    }
+
+    /// The bases a streamed MSM of `scalars` scalars of this query sends:
+    /// the compacted ones, or a prefix of `bases` (the full query).
+    fn streamed_bases<'a>(&'a self, bases: &'a [Affine<P>], scalars: usize) -> &'a [Affine<P>] {
+        match &self.keep {
+            Some(_) => self.host.as_deref().unwrap_or(&[]),
+            None => &bases[..scalars.min(bases.len())],
+        }
+    }
+
+    /// The MSMs of several proofs' scalars over this streamed query, from
+    /// their [`Masked`] forms (each made by [`Query::masked`] from `len`
+    /// scalars): the bases of the ones stream once for all of them
+    /// ([`GpuMsm::masked_sums_streamed`]); the few other scalars' bases are
+    /// gathered on the host and go through an MSM a proof. `bases` is the
+    /// full query.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the query is not streamed or a mask
+    /// does not match its bases; as [`GpuMsm::masked_sums_streamed`] and
+    /// [`GpuMsm::msm_streamed`].
+    pub(crate) fn masked_msms(
+        &self,
+        bases: &[Affine<P>],
+        len: usize,
+        masked: &[&Masked],
+    ) -> Result<Vec<Projective<P>>> {
+        let Some(e) = &self.streamed else {
+            return Err(Error::InvalidArgument(
+                "a witness pass over a query that is not streamed".into(),
+            ));
+        };
+        let b = self.streamed_bases(bases, len);
+        let masks: Vec<&[u64]> = masked.iter().map(|m| m.ones.as_slice()).collect();
+        let mut sums = e.masked_sums_streamed(b, &masks)?;
+        for (sum, m) in sums.iter_mut().zip(masked) {
+            if m.others.is_empty() {
+                continue;
+            }
+            let points: Vec<Affine<P>> = m
+                .others
+                .iter()
+                .map(|&j| {
+                    b.get(j as usize).copied().ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "a scalar at base {j} of a query of {} bases",
+                            b.len()
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?;
+            *sum += e.msm_streamed(&points, &m.other_scalars)?;
+        }
+        Ok(sums)
     }
 
     /// Bytes an MSM from the device-resident assignment takes for its
@@ -559,5 +695,70 @@ mod tests {
             Some(0),
             "the first 100 scalars are zero"
         );
+    }
+
+    /// The MSM of `bases` and `host`'s scalars from a [`Masked`] form: the
+    /// bases whose bit is set, plus the MSM of the others.
+    fn from_masked(bases: &[g1::G1Affine], m: &Masked) -> g1::G1Projective {
+        let ones: g1::G1Projective = (0..bases.len())
+            .filter(|&j| m.ones[j / 64] >> (j % 64) & 1 == 1)
+            .map(|j| bases[j].into_group())
+            .sum();
+        let b: Vec<_> = m.others.iter().map(|&j| bases[j as usize]).collect();
+        ones + cuzk_msm::cpu::msm(&b, &m.other_scalars).unwrap()
+    }
+
+    #[test]
+    fn masked_scalars_split_every_term_of_the_msm() {
+        let mut rng = ChaCha20Rng::seed_from_u64(0x6d61);
+        let n = 3000;
+        let bases: Vec<g1::G1Affine> = (0..n)
+            .map(|_| g1::G1Projective::rand(&mut rng).into_affine())
+            .collect();
+        let host = witness(&mut rng, n, 58);
+        let m = masked_scalars(None, n, &host).expect("2% neither 0 nor 1");
+        assert_eq!(m.ones.len(), n.div_ceil(64));
+        assert_eq!(m.ones[n / 64] >> (n % 64), 0, "no bit past the last base");
+        assert!(m.others.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            from_masked(&bases, &m),
+            cuzk_msm::cpu::msm(&bases, &host).unwrap()
+        );
+
+        // Compacted: bits over the kept bases; a kept variable past the
+        // assignment reads as zero.
+        let mut keep: Vec<u32> = (0..n as u32).filter(|i| i % 5 != 3).collect();
+        keep.push(n as u32 + 7);
+        let compact: Vec<_> = keep
+            .iter()
+            .map(|&i| bases.get(i as usize).copied().unwrap_or(bases[0]))
+            .collect();
+        let kept: Vec<Fr> = keep
+            .iter()
+            .map(|&i| host.get(i as usize).copied().unwrap_or(Fr::ZERO))
+            .collect();
+        let m = masked_scalars(Some(&keep), keep.len(), &host).expect("2% others");
+        assert_eq!(m.ones.len(), keep.len().div_ceil(64));
+        assert_eq!(
+            from_masked(&compact, &m),
+            cuzk_msm::cpu::msm(&compact, &kept).unwrap()
+        );
+
+        // Dense scalars: no pass. At most 1/16 others: a pass.
+        let dense: Vec<Fr> = (0..640).map(|_| Fr::rand(&mut rng)).collect();
+        assert!(masked_scalars(None, 640, &dense).is_none());
+        let mut edge = vec![Fr::ONE; 640];
+        edge[..40].copy_from_slice(&dense[..40]);
+        assert_eq!(
+            masked_scalars(None, 640, &edge).map(|m| m.others.len()),
+            Some(40)
+        );
+        edge[40] = dense[40];
+        assert!(masked_scalars(None, 640, &edge).is_none(), "41 of 640");
+        // The query is shorter than the assignment: its points only.
+        let mut tail = vec![Fr::ONE; 64];
+        tail.extend_from_slice(&dense);
+        let m = masked_scalars(None, 64, &tail).expect("no others in the first 64");
+        assert_eq!((m.ones, m.others.len()), (vec![u64::MAX], 0));
     }
 }

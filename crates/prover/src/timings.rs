@@ -51,6 +51,18 @@ pub struct ProofTimings {
     /// the CPU path. Comparable with [`crate::Prover::device_clock_ms`] of
     /// the same prover. See [`gpu_busy_fraction_device`].
     pub gpu_stage_device_ms: Option<(f64, f64)>,
+    /// Proofs whose witness MSMs (A, B, L) ran in their batch's witness
+    /// pass ([`crate::MultiGpuProver::with_witness_pass`]): how many proofs
+    /// the pass served (0 otherwise). [`ProofTimings::msm_a_ms`] and the
+    /// other witness MSM times are then the pass's, shared by those proofs,
+    /// and [`ProofTimings::total_ms`] counts their share.
+    pub witness_pass_proofs: usize,
+    /// The witness pass's GPU stage on the host's monotonic clock, as
+    /// [`ProofTimings::gpu_stage`] (the same for every proof it served).
+    pub witness_pass_stage: Option<(Instant, Instant)>,
+    /// The witness pass's GPU stage on the device's clock, as
+    /// [`ProofTimings::gpu_stage_device_ms`].
+    pub witness_pass_device_ms: Option<(f64, f64)>,
 }
 
 /// The fraction of the device-clock window `[start_ms, end_ms)` (from
@@ -72,7 +84,8 @@ pub fn gpu_busy_fraction_device(
     }
     let spans = timings
         .iter()
-        .filter_map(|t| t.gpu_stage_device_ms)
+        .flat_map(|t| [t.gpu_stage_device_ms, t.witness_pass_device_ms])
+        .flatten()
         .map(|(a, b)| (a.max(start_ms), b.min(end_ms)))
         .filter(|(a, b)| a < b)
         .collect();
@@ -114,7 +127,8 @@ pub fn gpu_busy_fraction(timings: &[ProofTimings], start: Instant, end: Instant)
     let secs = |t: Instant| (t.max(start) - start).as_secs_f64();
     let spans = timings
         .iter()
-        .filter_map(|t| t.gpu_stage)
+        .flat_map(|t| [t.gpu_stage, t.witness_pass_stage])
+        .flatten()
         .map(|(a, b)| (secs(a), secs(b.min(end))))
         .filter(|(a, b)| a < b)
         .collect();
@@ -124,10 +138,14 @@ pub fn gpu_busy_fraction(timings: &[ProofTimings], start: Instant, end: Instant)
 impl ProofTimings {
     /// Sum of every stage, milliseconds; with
     /// [`ProofTimings::msm_overlapped`], the MSMs count as the larger of H's
-    /// MSM and the witness MSMs' sum (they ran at once).
+    /// MSM and the witness MSMs' sum (they ran at once); with a witness
+    /// pass, the witness MSMs count as the pass's time over the proofs it
+    /// served.
     pub fn total_ms(&self) -> f64 {
         let witness = self.msm_a_ms + self.msm_b_g2_ms + self.msm_b_g1_ms + self.msm_l_ms;
-        let msms = if self.msm_overlapped {
+        let msms = if self.witness_pass_proofs > 0 {
+            self.msm_h_ms + witness / self.witness_pass_proofs as f64
+        } else if self.msm_overlapped {
             witness.max(self.msm_h_ms)
         } else {
             witness + self.msm_h_ms
@@ -149,6 +167,7 @@ impl ProofTimings {
             msm_h_ms = self.msm_h_ms,
             msm_l_ms = self.msm_l_ms,
             msm_overlapped = self.msm_overlapped,
+            witness_pass_proofs = self.witness_pass_proofs,
             assembly_ms = self.assembly_ms,
             streamed_bytes = self.streamed_bytes,
             total_ms = self.total_ms(),

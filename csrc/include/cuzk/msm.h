@@ -223,6 +223,43 @@ cuzk_status cuzk_msm_sum_scratch(int32_t device, uint32_t curve, uint64_t count,
 cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input,
                                  const cuzk_msm_device_scratch* scratch, void* sum, void* stream);
 
+/* Sums of the points selected by bitmasks, for several masks at once over
+ * bases that arrive in parts (a streamed key's chunks): the share of a
+ * Groth16 witness MSM whose scalars are 1, for several partitions' witnesses
+ * with each chunk of bases sent once. Bit b of word w of mask p selects
+ * point 64 w + b of the whole series.
+ *
+ * cuzk_msm_masked_scratch: the device scratch (bytes) for `sets` masks of
+ * `curve` (2^15 XYZZ partial sums a mask and the tree's second buffer).
+ *
+ * cuzk_msm_masked_accumulate: adds, for each mask p, the points j < count of
+ * `bases` whose bit first_word * 64 + j of row p is set into that mask's
+ * partial sums in `scratch` (first = 1 starts them from the identity: the
+ * first part of a series). Queues its kernel; does not wait. first_word
+ * counts 64-bit words, so a part starts at a multiple of 64 points.
+ *
+ * cuzk_msm_masked_finish: adds each mask's partial sums and writes the
+ * `sets` sums (XYZZ, the layout of a window sum) to the host array `sums`.
+ * Waits for the stream. */
+typedef struct cuzk_msm_masked_input {
+    uint32_t curve;          /* CUZK_MSM_G1 or CUZK_MSM_G2 */
+    uint32_t first;          /* 1: the series' first part; 0: later parts */
+    const void* bases;       /* device, `count` affine points of `curve` */
+    uint64_t count;          /* points of this part */
+    const uint64_t* masks;   /* device, `sets` rows of `mask_words` words */
+    uint64_t sets;           /* rows, 1 to 1024 */
+    uint64_t mask_words;     /* words a row */
+    uint64_t first_word;     /* the word of a row that selects this part's point 0 */
+} cuzk_msm_masked_input;
+
+cuzk_status cuzk_msm_masked_scratch(int32_t device, uint32_t curve, uint64_t sets,
+                                    uint64_t* bytes);
+cuzk_status cuzk_msm_masked_accumulate(int32_t device, const cuzk_msm_masked_input* input,
+                                       const cuzk_msm_device_scratch* scratch, void* stream);
+cuzk_status cuzk_msm_masked_finish(int32_t device, uint32_t curve, uint64_t sets,
+                                   const cuzk_msm_device_scratch* scratch, void* sums,
+                                   void* stream);
+
 #ifdef __cplusplus
 }
 #endif
