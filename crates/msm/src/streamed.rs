@@ -60,6 +60,10 @@ pub(crate) fn stream_chunk(n: usize, point_bytes: usize, available: u64) -> Opti
     }
 }
 
+/// The largest chunk of bases (bytes) that [`GpuMsm::masked_sums_streamed`]
+/// sends at once: 512 MiB, about 11 ms over PCIe at 46 GB/s.
+const MASKED_CHUNK_BYTES: u64 = 512 << 20;
+
 /// The device memory (bytes) a streamed MSM of `point_bytes`-byte points
 /// needs at least: two chunks of [`MIN_CHUNK_POINTS`] points, and as much
 /// again for the MSM (see [`stream_chunk`]).
@@ -231,7 +235,10 @@ impl GpuMsm {
             bytes,
         };
         let rows_ptr = rows.as_ptr();
-        self.stream(bases, None, |g, chunk, at| {
+        // Chunks of at most MASKED_CHUNK_BYTES: a chunk's kernels are short
+        // (no Pippenger plan to amortize), so smaller chunks leave less of
+        // the first copy and the last chunk's sums outside the overlap.
+        self.stream_within(bases, None, 4 * MASKED_CHUNK_BYTES, |g, chunk, at| {
             if at.start % 64 != 0 {
                 return Err(Error::Internal(format!(
                     "a masked chunk starts at point {}, not a multiple of 64",
@@ -322,13 +329,25 @@ impl GpuMsm {
         indices: Option<&[u32]>,
         run: impl Fn(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
     ) -> Result<Projective<P>> {
+        self.stream_within(bases, indices, u64::MAX, run)
+    }
+
+    /// [`GpuMsm::stream`] with chunks sized as if at most `most` bytes of
+    /// device memory were available.
+    fn stream_within<P: MsmCurve>(
+        &self,
+        bases: &[Affine<P>],
+        indices: Option<&[u32]>,
+        most: u64,
+        run: impl Fn(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
+    ) -> Result<Projective<P>> {
         let n = indices.map_or(bases.len(), <[u32]>::len);
         if n == 0 {
             return Ok(Projective::default());
         }
         let e = &self.e;
         let point = std::mem::size_of::<Affine<P>>();
-        let available = self.available_bytes()?;
+        let available = self.available_bytes()?.min(most);
         let chunk = stream_chunk(n, point, available).ok_or_else(|| {
             Error::OutOfMemory(format!(
                 "streaming {n} {} bases needs at least {} bytes of device memory (two chunks \

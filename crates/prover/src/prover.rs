@@ -1009,6 +1009,12 @@ impl Prover {
             )));
         }
         let pk = &self.pk;
+        // Counted as a proof in a GPU stage on its device (see
+        // `stage::alone`).
+        let _stage = self
+            .gpu
+            .as_ref()
+            .map(|g| crate::stage::Stage::enter(g.ntt.memory()));
         // Each query's sums, one a proof whose mask `pick` gives (zero for
         // the others: an empty query, B in G1 when r is zero).
         fn pass<P: cuzk_msm::MsmCurve>(
