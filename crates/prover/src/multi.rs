@@ -23,15 +23,23 @@
 //! into pinned memory), and no proof runs out of memory for want of a plan.
 
 use crate::admission::Registration;
-use crate::prover::Staged;
+use crate::prover::{Staged, WitnessMasks, WitnessSums};
 use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result, SparseR1cs};
 use cuzk_alloc::DeviceMemory;
+use cuzk_alloc::Reservation;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 /// Default number of worker threads a GPU (`gpu_workers_per_device`).
 pub const DEFAULT_GPU_WORKERS_PER_DEVICE: usize = 2;
+
+/// Device memory a lane reserves for a batch's witness pass beside its
+/// GPU stages (at most a quarter of what is available): 2.5 GiB, two
+/// 512 MiB chunks of bases and as much again, the masks and the partial
+/// sums.
+const PASS_ROOM_BYTES: u64 = 5 << 29;
 
 /// Default longest wait of a worker for admission to a GPU stage: one hour.
 const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -120,12 +128,17 @@ impl Lane {
 }
 
 impl Lane {
-    /// The GPU stages of a device's share of a batch with a witness pass
+    /// A device's share of a batch with a witness pass
     /// ([`MultiGpuProver::with_witness_pass`]): `queue` (indices into
-    /// `jobs`) taken in order by `workers` threads, each proof's CPU stage
-    /// making its masks and its GPU stage leaving the witness MSMs to the
-    /// pass; then the pass, admitted as one proof, over every staged proof
-    /// that left them; then the proofs' assembly.
+    /// `jobs`) taken in order by `workers` threads, each proof's GPU stage
+    /// running H and its MSM only; a thread of its own makes every
+    /// proof's masks (in queue order; a worker waits for its proof's before
+    /// its GPU stage, and leaves the witness MSMs to the pass only where
+    /// there are masks); the pass runs beside the workers' GPU stages
+    /// within a reservation of the budget taken before them (so that their
+    /// plans see the budget without it), or, where no room can be had or
+    /// the pass beside fails, after them, admitted as one proof; then the
+    /// proofs' assembly.
     fn prove_with_pass(
         &self,
         jobs: &[ProofJob<'_>],
@@ -133,8 +146,37 @@ impl Lane {
         workers: usize,
         timeout: Duration,
     ) -> Vec<(usize, Result<MultiProof>)> {
+        let decided = Decisions::new(queue.len());
+        let room = self.pass_room();
         let next = AtomicUsize::new(0);
-        let staged: Vec<(usize, Result<Staged>)> = std::thread::scope(|scope| {
+        let (staged, beside, masks) = std::thread::scope(|scope| {
+            let masks = scope.spawn(|| {
+                queue
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &i)| {
+                        let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            self.prover.witness_masks(&jobs[i])
+                        }))
+                        .ok()
+                        .flatten();
+                        decided.set(k, m.is_some());
+                        (i, m)
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let (beside, masks) = match room {
+                Some(share) => {
+                    let h = scope.spawn(move || {
+                        let masks = masks.join().unwrap_or_default();
+                        let r = self.pass(jobs, &masks, Some(&share), timeout);
+                        drop(share);
+                        (r, masks)
+                    });
+                    (Some(h), None)
+                }
+                None => (None, Some(masks)),
+            };
             let handles: Vec<_> = (0..workers.min(queue.len()))
                 .map(|_| {
                     scope.spawn(|| {
@@ -142,62 +184,101 @@ impl Lane {
                         loop {
                             let k = next.fetch_add(1, Ordering::SeqCst);
                             let Some(&i) = queue.get(k) else { break };
-                            mine.push((i, self.stage(&jobs[i], timeout)));
+                            mine.push((i, self.stage(&jobs[i], timeout, &decided, k)));
                         }
                         mine
                     })
                 })
                 .collect();
-            handles
+            let staged: Vec<(usize, Result<Staged>)> = handles
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
+                .collect();
+            let beside = beside.map(|h| h.join().ok());
+            let masks = masks.map(|h| h.join().unwrap_or_default());
+            (staged, beside, masks)
         });
-        let mut out = Vec::with_capacity(staged.len());
-        let mut waiting = Vec::new();
-        for (i, r) in staged {
-            match r {
-                Ok(st) if st.sums.is_none() && st.masks.is_some() => waiting.push((i, st)),
-                Ok(st) => out.push((i, self.complete(&jobs[i], st, None))),
-                Err(e) => out.push((i, Err(e))),
+        // The pass's sums: from the pass beside the stages, else from one
+        // now (admitted as a proof).
+        let (pass, masks) = match (beside, masks) {
+            (Some(Some((Ok(p), masks))), _) => (Ok(p), masks),
+            (Some(Some((Err(e), masks))), _) => {
+                tracing::debug!(
+                    target: "cuzk_prover",
+                    "the witness pass beside the GPU stages failed ({e}); running it after them"
+                );
+                (self.pass(jobs, &masks, None, timeout), masks)
             }
-        }
-        if waiting.is_empty() {
-            return out;
-        }
-        let sums = self.pass(jobs, &mut waiting, timeout);
-        let mut sums = match sums {
-            Ok(s) => s.into_iter().map(Some).collect(),
+            (_, Some(masks)) => (self.pass(jobs, &masks, None, timeout), masks),
+            _ => (
+                Err(Error::Internal("the witness pass's thread panicked".into())),
+                Vec::new(),
+            ),
+        };
+        drop(masks);
+        let (mut sums, pass_t) = match pass {
+            Ok((sums, t)) => (sums, Some(t)),
             Err(e) => {
                 tracing::warn!(
                     target: "cuzk_prover",
                     "the batch's witness pass failed ({e}); each proof's witness MSMs run on \
                      their own"
                 );
-                waiting.iter().map(|_| None).collect::<Vec<_>>()
+                (Vec::new(), None)
             }
         };
-        for ((i, st), s) in waiting.into_iter().zip(sums.iter_mut()) {
-            let r = match s.take() {
-                Some(s) => self.complete(&jobs[i], st, Some(s)),
-                // A failed pass: the proof's witness MSMs from its host
-                // assignment, admitted as a GPU stage.
-                None => self
-                    .gate
-                    .admit(timeout)
-                    .and_then(|_a| self.complete(&jobs[i], st, None)),
-            };
-            out.push((i, r));
-        }
-        out
+        staged
+            .into_iter()
+            .map(|(i, r)| {
+                let r = r.and_then(|mut st| {
+                    if st.sums.is_some() {
+                        return self.complete(&jobs[i], st, None);
+                    }
+                    match sums.iter().position(|(j, _)| *j == i) {
+                        Some(k) => {
+                            if let Some(t) = &pass_t {
+                                t.apply(&mut st.timings);
+                            }
+                            let s = sums.swap_remove(k).1;
+                            self.complete(&jobs[i], st, Some(s))
+                        }
+                        // No pass sums: the witness MSMs from the host
+                        // assignment, admitted as a GPU stage.
+                        None => {
+                            let _admitted = self.gate.admit(timeout)?;
+                            self.complete(&jobs[i], st, None)
+                        }
+                    }
+                });
+                (i, r)
+            })
+            .collect()
     }
 
-    /// One proof of a batch with a witness pass, through its GPU stage.
-    fn stage(&self, job: &ProofJob<'_>, timeout: Duration) -> Result<Staged> {
+    /// A reservation of the lane's budget for a witness pass beside the
+    /// GPU stages: [`PASS_ROOM_BYTES`], at most a quarter of what is
+    /// available; `None` on the CPU path or when it cannot be had.
+    fn pass_room(&self) -> Option<Arc<Reservation>> {
+        let m = self.memory.as_ref()?;
+        let b = m.budget();
+        let bytes = PASS_ROOM_BYTES.min(b.available_bytes().ok()? / 4);
+        b.try_reserve(bytes).ok().map(Arc::new)
+    }
+
+    /// One proof of a batch with a witness pass, through its GPU stage; its
+    /// witness MSMs wait for the pass where decision `k` (made once its
+    /// masks are) says it has masks.
+    fn stage(
+        &self,
+        job: &ProofJob<'_>,
+        timeout: Duration,
+        decided: &Decisions,
+        k: usize,
+    ) -> Result<Staged> {
         let idle = self.prover.evaluates_on_gpu(job) && self.gate.idle();
         let now = if idle { self.gate.try_admit() } else { None };
         let mut prepared = self.prover.prepare(job, 0.0, now.is_none())?;
-        self.prover.prepare_masks(job, &mut prepared);
+        prepared.defer_witness = decided.wait(k);
         let admitted = match now {
             Some(admitted) => admitted,
             None => self.gate.admit(timeout)?,
@@ -207,40 +288,42 @@ impl Lane {
         self.prover.gpu_stage(job, prepared)
     }
 
-    /// The witness pass over `waiting` (staged proofs of `jobs` with their
-    /// masks), admitted as one proof; its times go into each proof's
-    /// timings.
+    /// The witness pass over the proofs of `masks` that have them (`jobs`
+    /// indices): within `share` beside the GPU stages, or admitted as one
+    /// proof without one. Returns each proof's sums and the pass's times.
     fn pass(
         &self,
         jobs: &[ProofJob<'_>],
-        waiting: &mut [(usize, Staged)],
+        masks: &[(usize, Option<WitnessMasks>)],
+        share: Option<&Arc<Reservation>>,
         timeout: Duration,
-    ) -> Result<Vec<crate::prover::WitnessSums>> {
-        let _admitted = self.gate.admit(timeout)?;
-        let _counted = InStage::enter(&self.in_stage, &self.peak);
+    ) -> Result<(Vec<(usize, WitnessSums)>, PassTimes)> {
+        let with: Vec<(usize, &WitnessMasks)> = masks
+            .iter()
+            .filter_map(|(i, m)| m.as_ref().map(|m| (*i, m)))
+            .collect();
+        if with.is_empty() {
+            return Ok((Vec::new(), PassTimes::default()));
+        }
+        let _admitted = match share {
+            Some(_) => None,
+            None => Some(self.gate.admit(timeout)?),
+        };
         let device_start = self.prover.device_clock_ms()?;
         let start = std::time::Instant::now();
-        let pass_jobs: Vec<&ProofJob<'_>> = waiting.iter().map(|(i, _)| &jobs[*i]).collect();
-        let masks: Vec<&crate::prover::WitnessMasks> = waiting
-            .iter()
-            .filter_map(|(_, st)| st.masks.as_ref())
-            .collect();
+        let pass_jobs: Vec<&ProofJob<'_>> = with.iter().map(|(i, _)| &jobs[*i]).collect();
+        let pass_masks: Vec<&WitnessMasks> = with.iter().map(|(_, m)| *m).collect();
         let mut t = ProofTimings::default();
-        let sums = self.prover.witness_pass(&pass_jobs, &masks, &mut t)?;
-        let stage = Some((start, std::time::Instant::now()));
-        let device = device_start.zip(self.prover.device_clock_ms()?);
-        let n = waiting.len();
-        for (_, st) in waiting.iter_mut() {
-            let p = &mut st.timings;
-            p.msm_a_ms = t.msm_a_ms;
-            p.msm_b_g2_ms = t.msm_b_g2_ms;
-            p.msm_b_g1_ms = t.msm_b_g1_ms;
-            p.msm_l_ms = t.msm_l_ms;
-            p.witness_pass_proofs = n;
-            p.witness_pass_stage = stage;
-            p.witness_pass_device_ms = device;
-        }
-        Ok(sums)
+        let sums = self
+            .prover
+            .witness_pass(&pass_jobs, &pass_masks, share, &mut t)?;
+        let times = PassTimes {
+            timings: t,
+            proofs: with.len(),
+            stage: Some((start, std::time::Instant::now())),
+            device: device_start.zip(self.prover.device_clock_ms()?),
+        };
+        Ok((with.iter().map(|(i, _)| *i).zip(sums).collect(), times))
     }
 
     /// A staged proof's assembly (see [`Prover::complete`]).
@@ -248,10 +331,68 @@ impl Lane {
         &self,
         job: &ProofJob<'_>,
         staged: Staged,
-        sums: Option<crate::prover::WitnessSums>,
+        sums: Option<WitnessSums>,
     ) -> Result<MultiProof> {
         let (proof, timings) = self.prover.complete(job, staged, sums)?;
         Ok((proof, timings, self.device))
+    }
+}
+
+/// Whether each queued proof of a batch with a witness pass has masks: set
+/// once by the thread that makes them, waited for by the workers.
+struct Decisions {
+    made: Mutex<Vec<Option<bool>>>,
+    ready: Condvar,
+}
+
+impl Decisions {
+    fn new(n: usize) -> Self {
+        Decisions {
+            made: Mutex::new(vec![None; n]),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn set(&self, k: usize, masks: bool) {
+        let mut m = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = m.get_mut(k) {
+            *slot = Some(masks);
+        }
+        self.ready.notify_all();
+    }
+
+    /// Decision `k`, once made (`false` past the last).
+    fn wait(&self, k: usize) -> bool {
+        let mut m = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match m.get(k) {
+                None => return false,
+                Some(Some(v)) => return *v,
+                Some(None) => m = self.ready.wait(m).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
+}
+
+/// A witness pass's times, copied into each proof it served.
+#[derive(Default)]
+struct PassTimes {
+    /// The pass's witness MSM times (A, B in G1 and G2, L).
+    timings: ProofTimings,
+    proofs: usize,
+    stage: Option<(std::time::Instant, std::time::Instant)>,
+    device: Option<(f64, f64)>,
+}
+
+impl PassTimes {
+    fn apply(&self, p: &mut ProofTimings) {
+        p.msm_a_ms = self.timings.msm_a_ms;
+        p.msm_b_g2_ms = self.timings.msm_b_g2_ms;
+        p.msm_b_g1_ms = self.timings.msm_b_g1_ms;
+        p.msm_l_ms = self.timings.msm_l_ms;
+        p.witness_pass_proofs = self.proofs;
+        p.witness_pass_stage = self.stage;
+        p.witness_pass_device_ms = self.device;
     }
 }
 

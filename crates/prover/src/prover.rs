@@ -127,10 +127,10 @@ pub(crate) struct Prepared {
     /// With `abc` `None`: the non-zero scalars of each streamed witness
     /// query, whose bases alone then cross PCIe.
     nonzero: WitnessNonZero,
-    /// With `abc` `None`: the scalars of the witness queries for a batch's
-    /// witness pass ([`Prover::prepare_masks`]); the GPU stage then leaves
-    /// the witness MSMs to it.
-    masks: Option<WitnessMasks>,
+    /// Whether the GPU stage leaves the witness MSMs to a batch's witness
+    /// pass (set by a [`crate::MultiGpuProver`] lane once the proof's
+    /// masks are made, see [`Prover::witness_masks`]).
+    pub(crate) defer_witness: bool,
     timings: ProofTimings,
     /// Whether the proof was admitted to its GPU stage as the only one its
     /// device admits at once (set by a [`crate::MultiGpuProver`] lane after
@@ -141,7 +141,7 @@ pub(crate) struct Prepared {
 }
 
 /// A proof's scalars of each witness query as [`Masked`] for a batch's
-/// witness pass ([`Prover::prepare_masks`]; `None` for an empty query and
+/// witness pass ([`Prover::witness_masks`]; `None` for an empty query and
 /// for B in G1 when r is zero).
 #[derive(Debug, Default)]
 pub(crate) struct WitnessMasks {
@@ -152,12 +152,10 @@ pub(crate) struct WitnessMasks {
 }
 
 /// A proof after its GPU stage: H's MSM, and the witness MSMs' sums unless
-/// they wait for the batch's witness pass (`sums` `None`, `masks` the
-/// proof's scalars for it).
+/// they wait for the batch's witness pass (`sums` `None`).
 pub(crate) struct Staged {
     h_acc: g1::G1Projective,
     pub(crate) sums: Option<WitnessSums>,
-    pub(crate) masks: Option<WitnessMasks>,
     pub(crate) timings: ProofTimings,
 }
 
@@ -861,7 +859,7 @@ impl Prover {
             abc,
             z_pinned,
             nonzero,
-            masks: None,
+            defer_witness: false,
             timings: ProofTimings {
                 witness_ms,
                 eval_ms: ms(t0),
@@ -929,60 +927,43 @@ impl Prover {
     }
 
     /// The scalars of `job`'s witness queries as bitmasks of their ones
-    /// and lists of the rest, into `prepared`, for a batch's witness pass
-    /// (the CPU stage's part of it; see
-    /// [`crate::MultiGpuProver::with_witness_pass`]). Left out (the proof's
-    /// GPU stage then runs its witness MSMs itself) unless the GPU
-    /// evaluates the proof and every non-empty witness query streams and
-    /// has at most 1/16 of its scalars neither 0 nor 1.
-    pub(crate) fn prepare_masks(&self, job: &ProofJob<'_>, prepared: &mut Prepared) {
-        if self.gpu.is_none() || prepared.abc.is_some() {
-            return;
-        }
-        let t0 = Instant::now();
+    /// and lists of the rest, for a batch's witness pass (see
+    /// [`crate::MultiGpuProver::with_witness_pass`]): `None` (the proof's
+    /// GPU stage then runs its witness MSMs itself) unless this prover is
+    /// on a GPU and every non-empty witness query streams and has at most
+    /// 1/16 of its scalars neither 0 nor 1. Scans the assignment on
+    /// rayon's threads.
+    pub(crate) fn witness_masks(&self, job: &ProofJob<'_>) -> Option<WitnessMasks> {
+        self.gpu.as_ref()?;
         let z = job.full_assignment;
         let from = |i: usize| z.get(i..).unwrap_or(&[]);
         macro_rules! masked {
             ($q:expr, $host:expr) => {
                 if $q.is_empty() {
-                    Some(None)
+                    None
                 } else {
-                    $q.masked($host).map(Some)
+                    Some($q.masked($host)?)
                 }
             };
         }
-        let b_g1 = if job.r == Fr::ZERO {
-            Some(None)
-        } else {
-            masked!(self.b_g1, from(1))
-        };
-        let masks = (|| {
-            Some(WitnessMasks {
-                a: masked!(self.a, from(1))?,
-                b_g1: b_g1?,
-                b_g2: masked!(self.b_g2, from(1))?,
-                l: masked!(self.l, from(job.num_inputs))?,
-            })
-        })();
-        if masks.is_some() {
-            // The pass streams every base of the queries (once for the
-            // batch): no gathers of non-zero scalars' bases.
-            let r1cs = prepared
-                .timings
-                .streamed_bytes
-                .saturating_sub(self.streamed_bytes_with(&prepared.nonzero));
-            prepared.nonzero = WitnessNonZero::default();
-            prepared.timings.streamed_bytes = self.streamed_bytes() + r1cs;
-        }
-        prepared.masks = masks;
-        prepared.timings.eval_ms += ms(t0);
+        Some(WitnessMasks {
+            a: masked!(self.a, from(1)),
+            b_g1: if job.r == Fr::ZERO {
+                None
+            } else {
+                masked!(self.b_g1, from(1))
+            },
+            b_g2: masked!(self.b_g2, from(1)),
+            l: masked!(self.l, from(job.num_inputs)),
+        })
     }
 
     /// The witness MSMs of several staged proofs at once (a batch's witness
     /// pass): for each witness query, its bases stream once for all the
     /// proofs, each proof's ones summed by bitmask and its other scalars
-    /// through an MSM of their own ([`Query::masked_msms`]). `jobs[i]` is
-    /// the job of `masks[i]`; every job has the key's shape.
+    /// through an MSM of their own ([`Query::masked_msms`]), within `share`
+    /// when given. `jobs[i]` is the job of `masks[i]`; every job has the
+    /// key's shape.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the jobs' assignments differ in
@@ -991,6 +972,7 @@ impl Prover {
         &self,
         jobs: &[&ProofJob<'_>],
         masks: &[&WitnessMasks],
+        share: Option<&Arc<Reservation>>,
         t: &mut ProofTimings,
     ) -> Result<Vec<WitnessSums>> {
         let Some(first) = jobs.first() else {
@@ -1022,6 +1004,7 @@ impl Prover {
             bases: &[ark_ec::short_weierstrass::Affine<P>],
             len: usize,
             picked: &[Option<&Masked>],
+            share: Option<&Arc<Reservation>>,
         ) -> Result<Vec<ark_ec::short_weierstrass::Projective<P>>>
         where
             ark_ec::short_weierstrass::Affine<P>: cuzk_field::DeviceRepr,
@@ -1030,7 +1013,7 @@ impl Prover {
             let mut sums = if some.is_empty() {
                 Vec::new()
             } else {
-                q.masked_msms(bases, len, &some)?
+                q.masked_msms(bases, len, &some, share)?
             }
             .into_iter();
             Ok(picked
@@ -1050,6 +1033,7 @@ impl Prover {
             &pk.a_query[1..],
             vars - 1,
             &picked(|m| m.a.as_ref()),
+            share,
         )?;
         t.msm_a_ms = ms(t0);
         let t0 = Instant::now();
@@ -1058,6 +1042,7 @@ impl Prover {
             &pk.b_g2_query[1..],
             vars - 1,
             &picked(|m| m.b_g2.as_ref()),
+            share,
         )?;
         t.msm_b_g2_ms = ms(t0);
         let t0 = Instant::now();
@@ -1066,6 +1051,7 @@ impl Prover {
             &pk.b_g1_query[1..],
             vars - 1,
             &picked(|m| m.b_g1.as_ref()),
+            share,
         )?;
         t.msm_b_g1_ms = ms(t0);
         let t0 = Instant::now();
@@ -1074,6 +1060,7 @@ impl Prover {
             &pk.l_query,
             vars - inputs,
             &picked(|m| m.l.as_ref()),
+            share,
         )?;
         t.msm_l_ms = ms(t0);
         Ok(jobs
@@ -1090,7 +1077,7 @@ impl Prover {
 
     /// The GPU stage of a prepared proof (on the CPU path, the CPU's
     /// work): H and its MSM, and the witness MSMs unless they wait for a
-    /// batch's witness pass (the proof's masks kept in [`Staged`]).
+    /// batch's witness pass ([`Prepared::defer_witness`]).
     pub(crate) fn gpu_stage(&self, job: &ProofJob<'_>, prepared: Prepared) -> Result<Staged> {
         let span =
             tracing::debug_span!(target: "cuzk_prover", "prove", backend = self.backend_name());
@@ -1100,7 +1087,7 @@ impl Prover {
             abc,
             z_pinned,
             mut nonzero,
-            mut masks,
+            defer_witness,
             timings: mut t,
             sole,
         } = prepared;
@@ -1158,7 +1145,6 @@ impl Prover {
                         // The witness MSMs then take host scalars: every
                         // base of a streamed query goes up.
                         nonzero = WitnessNonZero::default();
-                        masks = None;
                         t.streamed_bytes = self.streamed_bytes();
                         h_start = Instant::now();
                         Some(abc)
@@ -1176,11 +1162,11 @@ impl Prover {
                 // work: counted in the H stage, marked as on the GPU.
                 t.eval_on_gpu = true;
                 t.h_ntt_ms = ms(t0);
-                // With masks, the witness MSMs wait for the batch's pass:
+                // Deferred, the witness MSMs wait for the batch's pass:
                 // H's MSM alone, with the whole stage's memory.
-                let shares = match masks {
-                    Some(_) => None,
-                    None => self.msm_shares(g, z.len(), &nonzero)?,
+                let shares = match defer_witness {
+                    true => None,
+                    false => self.msm_shares(g, z.len(), &nonzero)?,
                 };
                 let acc = match shares {
                     Some((h_share, w_share)) => {
@@ -1266,10 +1252,12 @@ impl Prover {
             }
         };
 
-        let sums = match (beside, &masks) {
+        let sums = match (beside, defer_witness) {
             (Some(sums), _) => Some(sums),
-            (None, Some(_)) => None,
-            (None, None) => Some(self.witness_msms(job, z_dev.as_ref(), None, &nonzero, &mut t)?),
+            (None, true) => None,
+            (None, false) => {
+                Some(self.witness_msms(job, z_dev.as_ref(), None, &nonzero, &mut t)?)
+            }
         };
         drop(z_dev);
         if let Some(g) = &self.gpu {
@@ -1279,7 +1267,6 @@ impl Prover {
         Ok(Staged {
             h_acc,
             sums,
-            masks,
             timings: t,
         })
     }

@@ -326,7 +326,7 @@ impl<P: MsmCurve> Query<P> {
     /// scalars): the bases of the ones stream once for all of them
     /// ([`GpuMsm::masked_sums_streamed`]); the few other scalars' bases are
     /// gathered on the host and go through an MSM a proof. `bases` is the
-    /// full query.
+    /// full query; device memory within `share` when given.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the query is not streamed or a mask
@@ -337,12 +337,14 @@ impl<P: MsmCurve> Query<P> {
         bases: &[Affine<P>],
         len: usize,
         masked: &[&Masked],
+        share: Option<&Arc<Reservation>>,
     ) -> Result<Vec<Projective<P>>> {
         let Some(e) = &self.streamed else {
             return Err(Error::InvalidArgument(
                 "a witness pass over a query that is not streamed".into(),
             ));
         };
+        let e = &self.streaming(e, share);
         let b = self.streamed_bases(bases, len);
         let masks: Vec<&[u64]> = masked.iter().map(|m| m.ones.as_slice()).collect();
         let mut sums = e.masked_sums_streamed(b, &masks)?;
