@@ -41,6 +41,11 @@ pub const DEFAULT_GPU_WORKERS_PER_DEVICE: usize = 2;
 /// sums.
 const PASS_ROOM_BYTES: u64 = 5 << 29;
 
+/// The least room worth a witness pass beside the GPU stages: 192 MiB
+/// (two chunks of 2^16 G2 bases and as much again, 48 MiB, and the masks'
+/// partial sums); with less the pass runs after them.
+const PASS_MIN_ROOM_BYTES: u64 = 192 << 20;
+
 /// Default longest wait of a worker for admission to a GPU stage: one hour.
 const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -256,13 +261,28 @@ impl Lane {
     }
 
     /// A reservation of the lane's budget for a witness pass beside the
-    /// GPU stages: [`PASS_ROOM_BYTES`], at most a quarter of what is
-    /// available; `None` on the CPU path or when it cannot be had.
+    /// GPU stages: [`PASS_ROOM_BYTES`], at most what the budget has beyond
+    /// the working sets of the proofs the gate admits at once (so that
+    /// their stages keep the memory their admission counted on); `None`
+    /// on the CPU path, below [`PASS_MIN_ROOM_BYTES`], or when it cannot be
+    /// had.
     fn pass_room(&self) -> Option<Arc<Reservation>> {
         let m = self.memory.as_ref()?;
         let b = m.budget();
-        let bytes = PASS_ROOM_BYTES.min(b.available_bytes().ok()? / 4);
-        b.try_reserve(bytes).ok().map(Arc::new)
+        let stages = (self.gate.places() as u64).saturating_mul(self.prover.working_set_bytes());
+        let spare = b.available_bytes().ok()?.saturating_sub(stages);
+        let bytes = PASS_ROOM_BYTES.min(spare);
+        let room = (bytes >= PASS_MIN_ROOM_BYTES)
+            .then(|| b.try_reserve(bytes).ok().map(Arc::new))
+            .flatten();
+        tracing::debug!(
+            target: "cuzk_prover",
+            spare,
+            room = room.as_ref().map_or(0, |r| r.bytes()),
+            "witness pass: {}",
+            if room.is_some() { "beside the GPU stages" } else { "after the GPU stages" }
+        );
+        room
     }
 
     /// One proof of a batch with a witness pass, through its GPU stage; its

@@ -935,6 +935,9 @@ impl Prover {
     /// rayon's threads.
     pub(crate) fn witness_masks(&self, job: &ProofJob<'_>) -> Option<WitnessMasks> {
         self.gpu.as_ref()?;
+        // A job of another shape fails on its own; it stays out of the
+        // pass, which takes one key's partitions.
+        self.check_job(job).ok()?;
         let z = job.full_assignment;
         let from = |i: usize| z.get(i..).unwrap_or(&[]);
         macro_rules! masked {

@@ -153,6 +153,11 @@ pub(crate) struct Masked {
     other_scalars: Vec<Fr>,
 }
 
+/// Masks a stream of a query's bases serves at most in a witness pass
+/// ([`Query::masked_msms`]): 16, about 470 MiB of masks and G2 partial
+/// sums at 2^27.
+const MASKS_A_STREAM: usize = 16;
+
 /// A witness pass pays only while the scalars neither 0 nor 1 are at most
 /// this fraction (1/16) of a query's: they go through an MSM of their own,
 /// their bases gathered on the host.
@@ -346,8 +351,14 @@ impl<P: MsmCurve> Query<P> {
         };
         let e = &self.streaming(e, share);
         let b = self.streamed_bases(bases, len);
-        let masks: Vec<&[u64]> = masked.iter().map(|m| m.ones.as_slice()).collect();
-        let mut sums = e.masked_sums_streamed(b, &masks)?;
+        // At most MASKS_A_STREAM masks a stream of the bases: the masks'
+        // rows and partial sums stay within a few hundred MiB at 2^27
+        // whatever the batch's size.
+        let mut sums = Vec::with_capacity(masked.len());
+        for group in masked.chunks(MASKS_A_STREAM) {
+            let masks: Vec<&[u64]> = group.iter().map(|m| m.ones.as_slice()).collect();
+            sums.extend(e.masked_sums_streamed(b, &masks)?);
+        }
         for (sum, m) in sums.iter_mut().zip(masked) {
             if m.others.is_empty() {
                 continue;
