@@ -1238,8 +1238,9 @@ fn gpu_r1cs_evaluation_matches_cpu() {
 /// MSMs one after another) and the CPU path's, for the same r and s; a
 /// batch of two workers under the same budget does the same, and so does
 /// one whose witness MSMs run in one pass for the batch
-/// (`MultiGpuProver::with_witness_pass`). The budget's peak stays under its
-/// limit and every byte comes back.
+/// (`MultiGpuProver::with_witness_pass`), after the GPU stages and, with 2
+/// GiB more budget, beside them. The budget's peak stays under its limit
+/// and every byte comes back.
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_overlapped_msms_match_cpu() {
@@ -1362,6 +1363,27 @@ fn gpu_overlapped_msms_match_cpu() {
     let busy = cuzk_prover::gpu_busy_fraction_device(&timings, d0, d1).unwrap();
     assert!(busy > 0.0 && busy <= 1.0, "busy {busy}");
     drop(with_pass);
+    // With 2 GiB more budget than the key was placed with (every query
+    // still streamed), the pass runs beside the GPU stages, within room
+    // reserved beyond the admitted proof's H stage.
+    let big = 2u64 << 30;
+    let roomy = capped_memory(dev, margin, cap + big);
+    let held = roomy.budget().try_reserve(room + big).unwrap();
+    let beside = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&roomy), 2)
+        .unwrap()
+        .with_r1cs(r1cs.clone())
+        .unwrap()
+        .with_witness_pass(true);
+    drop(held);
+    let out = beside.prove_batch(&jobs, None).unwrap();
+    for (j, o) in jobs.iter().zip(out) {
+        let (got, t, _) = o.unwrap();
+        assert_eq!(t.witness_pass_proofs, jobs.len(), "witness pass: {t:?}");
+        assert!(t.witness_pass_beside, "the pass beside the stages: {t:?}");
+        assert_eq!(got, cpu.prove_job(j).unwrap().0, "batch with a pass beside");
+    }
+    drop(beside);
+    roomy.check_all_returned().unwrap();
     let peak = mem.budget().peak_claimed_bytes();
     let limit = mem.budget().limit_bytes().unwrap();
     assert!(peak <= limit, "peak {peak} > limit {limit}");

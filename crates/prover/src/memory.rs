@@ -39,6 +39,22 @@ pub(crate) fn working_set_bytes(
     }
 }
 
+/// The H stage's part of [`working_set_bytes`] (the larger of the two
+/// paths'): the most a proof whose witness MSMs wait for a batch's witness
+/// pass holds at once, its H MSM taking its scalars and chunks from the
+/// stage's freed vectors.
+pub(crate) fn h_stage_bytes(
+    pk: &ProvingKey,
+    full_twiddle_bytes: u64,
+    device_eval: Option<u64>,
+) -> u64 {
+    let host = stage_bytes(pk, full_twiddle_bytes, None).0;
+    match device_eval {
+        None => host,
+        Some(_) => host.max(stage_bytes(pk, full_twiddle_bytes, device_eval).0),
+    }
+}
+
 /// [`working_set_bytes`] of one path: evaluations from the host (`None`)
 /// or on the GPU (streamed chunk buffers of `Some` bytes).
 fn path_bytes(pk: &ProvingKey, full_twiddle_bytes: u64, device_eval: Option<u64>) -> u64 {

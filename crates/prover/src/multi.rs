@@ -41,6 +41,10 @@ pub const DEFAULT_GPU_WORKERS_PER_DEVICE: usize = 2;
 /// sums.
 const PASS_ROOM_BYTES: u64 = 5 << 29;
 
+/// What a lane that admits one proof at a time leaves beyond the proof's
+/// H stage for its small allocations, beside a witness pass's room: 1 GiB.
+const PASS_STAGE_SLACK_BYTES: u64 = 1 << 30;
+
 /// The least room worth a witness pass beside the GPU stages: 192 MiB
 /// (two chunks of 2^16 G2 bases and as much again, 48 MiB, and the masks'
 /// partial sums); with less the pass runs after them.
@@ -262,14 +266,22 @@ impl Lane {
 
     /// A reservation of the lane's budget for a witness pass beside the
     /// GPU stages: [`PASS_ROOM_BYTES`], at most what the budget has beyond
-    /// the working sets of the proofs the gate admits at once (so that
-    /// their stages keep the memory their admission counted on); `None`
-    /// on the CPU path, below [`PASS_MIN_ROOM_BYTES`], or when it cannot be
-    /// had.
+    /// what the proofs the gate admits at once hold (so that their stages
+    /// keep the memory their admission counted on): their working sets, or
+    /// where the gate admits one proof at a time, its H stage
+    /// ([`Prover::h_stage_bytes`]: its witness MSMs wait for the pass) and
+    /// [`PASS_STAGE_SLACK_BYTES`]. `None` on the CPU path, below
+    /// [`PASS_MIN_ROOM_BYTES`], or when it cannot be had.
     fn pass_room(&self) -> Option<Arc<Reservation>> {
         let m = self.memory.as_ref()?;
         let b = m.budget();
-        let stages = (self.gate.places() as u64).saturating_mul(self.prover.working_set_bytes());
+        let stages = match self.gate.places() {
+            0 | 1 => self
+                .prover
+                .h_stage_bytes()
+                .saturating_add(PASS_STAGE_SLACK_BYTES),
+            n => (n as u64).saturating_mul(self.prover.working_set_bytes()),
+        };
         let spare = b.available_bytes().ok()?.saturating_sub(stages);
         let bytes = PASS_ROOM_BYTES.min(spare);
         let room = (bytes >= PASS_MIN_ROOM_BYTES)
@@ -340,6 +352,7 @@ impl Lane {
         let times = PassTimes {
             timings: t,
             proofs: with.len(),
+            beside: share.is_some(),
             stage: Some((start, std::time::Instant::now())),
             device: device_start.zip(self.prover.device_clock_ms()?),
         };
@@ -400,6 +413,7 @@ struct PassTimes {
     /// The pass's witness MSM times (A, B in G1 and G2, L).
     timings: ProofTimings,
     proofs: usize,
+    beside: bool,
     stage: Option<(std::time::Instant, std::time::Instant)>,
     device: Option<(f64, f64)>,
 }
@@ -411,6 +425,7 @@ impl PassTimes {
         p.msm_b_g1_ms = self.timings.msm_b_g1_ms;
         p.msm_l_ms = self.timings.msm_l_ms;
         p.witness_pass_proofs = self.proofs;
+        p.witness_pass_beside = self.beside;
         p.witness_pass_stage = self.stage;
         p.witness_pass_device_ms = self.device;
     }

@@ -676,6 +676,26 @@ impl Prover {
         )
     }
 
+    /// The H stage's part of [`Prover::working_set_bytes`]: what a proof
+    /// whose witness MSMs wait for a batch's witness pass holds at most
+    /// ([`crate::MultiGpuProver::with_witness_pass`]), bytes.
+    pub(crate) fn h_stage_bytes(&self) -> u64 {
+        let log_n = (self.pk.h_query.len() as u64 + 1)
+            .next_power_of_two()
+            .trailing_zeros();
+        let full = self
+            .gpu
+            .as_ref()
+            .map_or(0, |g| 2 * g.ntt.full_twiddle_bytes(log_n));
+        memory::h_stage_bytes(
+            &self.pk,
+            full,
+            self.device_r1cs
+                .as_ref()
+                .map(DeviceR1cs::stream_buffer_bytes),
+        )
+    }
+
     /// This GPU's clock: milliseconds since the prover was built, read
     /// from CUDA events (an event recorded now on the prover's stream, after
     /// the work queued there, against one recorded when it was built);

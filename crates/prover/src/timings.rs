@@ -57,6 +57,9 @@ pub struct ProofTimings {
     /// other witness MSM times are then the pass's, shared by those proofs,
     /// and [`ProofTimings::total_ms`] counts their share.
     pub witness_pass_proofs: usize,
+    /// Whether that pass ran beside the batch's GPU stages (within room the
+    /// lane reserved for it) rather than after them.
+    pub witness_pass_beside: bool,
     /// The witness pass's GPU stage on the host's monotonic clock, as
     /// [`ProofTimings::gpu_stage`] (the same for every proof it served).
     pub witness_pass_stage: Option<(Instant, Instant)>,
