@@ -23,7 +23,11 @@
 //! batch over several GPUs and several workers a GPU. Given the circuit's
 //! R1CS once ([`Prover::with_r1cs`], a [`SparseR1cs`]), a GPU prover
 //! evaluates `A z`, `B z`, `C z` itself and keeps the whole proof on the
-//! device: the assignment crosses PCIe once.
+//! device: the assignment crosses PCIe once. Where the key streams from
+//! host memory (a 2^27 key on a 16 GiB card),
+//! [`MultiGpuProver::with_witness_pass`] runs a batch's witness MSMs in
+//! one pass a GPU: each witness query's bases cross PCIe once a batch
+//! instead of once a partition.
 //!
 //! ```no_run
 //! # fn demo(pk: ark_groth16::ProvingKey<ark_bls12_381::Bls12_381>,

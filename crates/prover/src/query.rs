@@ -636,6 +636,25 @@ mod tests {
             .collect()
     }
 
+    /// A compacted query over `bases`: every variable but those 3 mod 5,
+    /// and one past the assignment `host` (its scalar reads as zero, its
+    /// base stands in as `bases[0]`): the kept indices, their bases and
+    /// their scalars.
+    fn compacted(bases: &[g1::G1Affine], host: &[Fr]) -> (Vec<u32>, Vec<g1::G1Affine>, Vec<Fr>) {
+        let n = bases.len() as u32;
+        let mut keep: Vec<u32> = (0..n).filter(|i| i % 5 != 3).collect();
+        keep.push(n + 7);
+        let compact = keep
+            .iter()
+            .map(|&i| bases.get(i as usize).copied().unwrap_or(bases[0]))
+            .collect();
+        let kept = keep
+            .iter()
+            .map(|&i| host.get(i as usize).copied().unwrap_or(Fr::ZERO))
+            .collect();
+        (keep, compact, kept)
+    }
+
     #[test]
     fn nonzero_scalars_keep_every_nonzero_term_of_the_msm() {
         let mut rng = ChaCha20Rng::seed_from_u64(0x6e7a);
@@ -659,16 +678,7 @@ mod tests {
 
         // Compacted: positions among the kept bases, variables from `keep`;
         // a kept variable past the assignment reads as zero.
-        let mut keep: Vec<u32> = (0..n as u32).filter(|i| i % 5 != 3).collect();
-        keep.push(n as u32 + 7);
-        let compact: Vec<_> = keep
-            .iter()
-            .map(|&i| bases.get(i as usize).copied().unwrap_or(bases[0]))
-            .collect();
-        let kept_scalars: Vec<Fr> = keep
-            .iter()
-            .map(|&i| host.get(i as usize).copied().unwrap_or(Fr::ZERO))
-            .collect();
+        let (keep, compact, kept_scalars) = compacted(&bases, &host);
         let nz = nonzero_scalars(Some(&keep), keep.len(), &host).expect("58% zeros");
         let want: Vec<u32> = (0..keep.len() as u32)
             .filter(|&j| kept_scalars[j as usize] != Fr::ZERO)
@@ -740,16 +750,7 @@ mod tests {
 
         // Compacted: bits over the kept bases; a kept variable past the
         // assignment reads as zero.
-        let mut keep: Vec<u32> = (0..n as u32).filter(|i| i % 5 != 3).collect();
-        keep.push(n as u32 + 7);
-        let compact: Vec<_> = keep
-            .iter()
-            .map(|&i| bases.get(i as usize).copied().unwrap_or(bases[0]))
-            .collect();
-        let kept: Vec<Fr> = keep
-            .iter()
-            .map(|&i| host.get(i as usize).copied().unwrap_or(Fr::ZERO))
-            .collect();
+        let (keep, compact, kept) = compacted(&bases, &host);
         let m = masked_scalars(Some(&keep), keep.len(), &host).expect("2% others");
         assert_eq!(m.ones.len(), keep.len().div_ceil(64));
         assert_eq!(
