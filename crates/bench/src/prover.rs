@@ -39,6 +39,11 @@ const BATCH_IMPL_CAPPED_SERIAL: &str =
 /// against the default (every base) in the same run.
 const BATCH_IMPL_CAPPED_NONZERO: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers, \
      16 GiB budget, only non-zero scalars' bases streamed";
+/// [`BATCH_IMPL_CAPPED`] with the batch's witness MSMs in one pass
+/// ([`cuzk_prover::MultiGpuProver::with_witness_pass`]), against the
+/// default in the same run.
+const BATCH_IMPL_CAPPED_PASS: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers, \
+     16 GiB budget, witness MSMs in one pass";
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
 const GPU_PRECOMPUTED: &str = "cuzk prover, GPU, precomputed bases";
@@ -149,10 +154,17 @@ enum BatchMode {
     /// Only the non-zero scalars' bases of the witness queries streamed
     /// ([`cuzk_prover::Prover::with_nonzero_streaming`] on).
     NonZeroBases,
+    /// The batch's witness MSMs in one pass
+    /// ([`cuzk_prover::MultiGpuProver::with_witness_pass`]).
+    WitnessPass,
 }
 
+/// The batch size (log2 domain, PoRep-shaped) that also gets a row under
+/// 16 GiB with the witness pass: the seed workload's (issue 28's 15 s).
+const PASS_BATCH: (u32, bool) = (27, true);
+
 /// Batch rows in a `--full` run (progress steps).
-pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 2;
+pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 3;
 
 /// Progress steps of the prover layer in a run of `size`: a circuit's
 /// key and its proofs, ark-groth16, supraseal-c2, the SHA-256 chain's
@@ -594,6 +606,9 @@ fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
         rows.push((Some(CARD_16_GIB), BatchMode::SerialMsms));
         rows.push((Some(CARD_16_GIB), BatchMode::NonZeroBases));
     }
+    if (k, porep) == PASS_BATCH {
+        rows.push((Some(CARD_16_GIB), BatchMode::WitnessPass));
+    }
     rows
 }
 
@@ -718,6 +733,7 @@ fn batch_label(cap: Option<u64>, mode: BatchMode) -> String {
         BatchMode::Default => budget_name(cap),
         BatchMode::SerialMsms => format!("{}, MSMs one after another", budget_name(cap)),
         BatchMode::NonZeroBases => format!("{}, non-zero bases only", budget_name(cap)),
+        BatchMode::WitnessPass => format!("{}, witness pass", budget_name(cap)),
     }
 }
 
@@ -784,6 +800,7 @@ fn batch(
         cuzk_prover::MultiGpuProver::with_memories(pk, std::slice::from_ref(&mem), BATCH_WORKERS)?
             .with_msm_overlap(mode != BatchMode::SerialMsms)
             .with_nonzero_streaming(mode == BatchMode::NonZeroBases)
+            .with_witness_pass(mode == BatchMode::WitnessPass)
             .with_r1cs(r1cs.clone())?;
     let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
         .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
@@ -842,6 +859,7 @@ fn batch(
         (Some(_), BatchMode::Default) => BATCH_IMPL_CAPPED,
         (Some(_), BatchMode::SerialMsms) => BATCH_IMPL_CAPPED_SERIAL,
         (Some(_), BatchMode::NonZeroBases) => BATCH_IMPL_CAPPED_NONZERO,
+        (Some(_), BatchMode::WitnessPass) => BATCH_IMPL_CAPPED_PASS,
     };
     rec.figure(
         LAYER,
@@ -1070,6 +1088,9 @@ mod tests {
             if (k, porep) == SERIAL_BATCH {
                 want.push((Some(16 << 30), BatchMode::SerialMsms));
                 want.push((Some(16 << 30), BatchMode::NonZeroBases));
+            }
+            if (k, porep) == (27, true) {
+                want.push((Some(16 << 30), BatchMode::WitnessPass));
             }
             assert_eq!(full(k, porep), want, "2^{k} porep {porep}");
         }
