@@ -180,7 +180,7 @@ impl GpuMsm {
     /// For each mask p, `sum_j bases[j]` over the bits j set in
     /// `masks[p]` (bit j % 64 of word j / 64), with the bases streamed
     /// from host memory once for all masks, in chunks as
-    /// [`GpuMsm::msm_streamed`] sends them. This is the share of a Groth16
+    /// [`GpuMsm::msm_streamed`] sends them but of at most 512 MiB. This is the share of a Groth16
     /// witness MSM whose scalars are 1 (a witness of bits), for the
     /// witnesses of several partitions of one key at a time: each chunk of
     /// the key crosses PCIe once for all of them instead of once a
@@ -189,14 +189,15 @@ impl GpuMsm {
     /// across the chunks, then a tree of additions.
     ///
     /// Device memory: the masks (8 bytes a 64 bases a mask), the partial
-    /// sums (2^15 XYZZ points a mask: 6.75 MiB in G1, 13.5 MiB in G2), then
-    /// the chunks as [`GpuMsm::msm_streamed`] takes them.
+    /// sums (2^15 XYZZ points a mask and a tree buffer of an eighth: 6.75
+    /// MiB in G1, 13.5 MiB in G2), then two chunks and as much again.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a mask is not `bases.len().div_ceil(64)`
     /// words or there are more than 1024 masks; [`Error::OutOfMemory`] when
     /// the budget cannot hold the masks, the partial sums and two chunks of
-    /// [`MIN_CHUNK_POINTS`] points; CUDA errors.
+    /// [`MIN_CHUNK_POINTS`] points and as much again; [`Error::Internal`]
+    /// when the GPU returns an inconsistent XYZZ sum; CUDA errors.
     pub fn masked_sums_streamed<P: MsmCurve>(
         &self,
         bases: &[Affine<P>],

@@ -96,9 +96,11 @@ struct Args {
     /// query (`Prover::with_nonzero_streaming(true)`; default: every base).
     #[arg(long)]
     stream_nonzero_bases: bool,
-    /// With --batch and a MultiGpuProver: the witness MSMs of the batch in
-    /// one pass a GPU, each witness query's bases streamed once for every
-    /// partition (`MultiGpuProver::with_witness_pass(true)`).
+    /// With --batch and a MultiGpuProver (--devices or --workers above 1;
+    /// ignored otherwise): the witness MSMs of the batch in one pass a GPU,
+    /// each witness query's bases streamed once for up to 16 partitions
+    /// (`MultiGpuProver::with_witness_pass(true)`). The MSM A, B, L columns
+    /// are then the pass's times, shared by its proofs.
     #[arg(long)]
     witness_pass: bool,
     /// sha256: prove the proofs as one batch of partitions (different

@@ -26,8 +26,8 @@
 //! device: the assignment crosses PCIe once. Where the key streams from
 //! host memory (a 2^27 key on a 16 GiB card),
 //! [`MultiGpuProver::with_witness_pass`] runs a batch's witness MSMs in
-//! one pass a GPU: each witness query's bases cross PCIe once a batch
-//! instead of once a partition.
+//! one pass a GPU: each witness query's bases cross PCIe once for up to 16
+//! partitions instead of once a partition.
 //!
 //! ```no_run
 //! # fn demo(pk: ark_groth16::ProvingKey<ark_bls12_381::Bls12_381>,

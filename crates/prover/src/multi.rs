@@ -36,9 +36,8 @@ use std::time::Duration;
 pub const DEFAULT_GPU_WORKERS_PER_DEVICE: usize = 2;
 
 /// Device memory a lane reserves for a batch's witness pass beside its
-/// GPU stages (at most a quarter of what is available): 2.5 GiB, two
-/// 512 MiB chunks of bases and as much again, the masks and the partial
-/// sums.
+/// GPU stages, at most: 2.5 GiB, two 512 MiB chunks of bases and as much
+/// again, the masks and the partial sums.
 const PASS_ROOM_BYTES: u64 = 5 << 29;
 
 /// What a lane that admits one proof at a time leaves beyond the proof's
@@ -678,18 +677,34 @@ impl MultiGpuProver {
     /// The same prover running a batch's witness MSMs (A, B in G1 and G2,
     /// L) in one pass a device, or in each proof's GPU stage (the
     /// default). With the pass, each proof's GPU stage runs H and its MSM
-    /// only; once a device's partitions are through it, the witness
-    /// queries' bases stream once for all of them: each partition's
-    /// scalars equal to 1 are summed by bitmask (made in its CPU stage),
-    /// the few others go through an MSM of their own
-    /// ([`cuzk_msm::GpuMsm::masked_sums_streamed`]). Where the key's
-    /// witness queries stream (a 2^27 key on a 16 GiB card), this sends
-    /// them across PCIe once a batch instead of once a partition. Applies
-    /// only to [`MultiGpuProver::prove_batch`], to proofs the GPU evaluates
-    /// (the R1CS held, [`MultiGpuProver::with_r1cs`]) whose witness queries
-    /// all stream and whose scalars are at most 1/16 neither 0 nor 1
-    /// (Groth16 witnesses of bits); others prove as before. Proofs are then
-    /// returned when the pass is done, not one by one.
+    /// only, and the pass streams each witness query's bases once for up to
+    /// 16 of the device's proofs (once a partition without it): each
+    /// proof's scalars equal to 1 are summed by bitmask, the few others go
+    /// through an MSM of their own
+    /// ([`cuzk_msm::GpuMsm::masked_sums_streamed`]). It pays where the
+    /// key's witness queries stream (a 2^27 key on a 16 GiB card: 15.9 s
+    /// against 18.9 s a 10-partition batch on an H100, BENCHMARKS.md).
+    ///
+    /// Applies only to [`MultiGpuProver::prove_batch`], and to proofs whose
+    /// witness queries all stream and whose scalars are at most 1/16
+    /// neither 0 nor 1 (Groth16 witnesses of bits); others prove as before.
+    ///
+    /// Costs: the masks, made on a thread of their own from the batch's
+    /// start (the first GPU stage waits for its proof's), take n/8 bytes a
+    /// query of n bases and 36 bytes a scalar neither 0 nor 1 of host
+    /// memory a proof; the pass runs beside the GPU stages within up to
+    /// 2.5 GiB of the device budget (at least 192 MiB) reserved from the
+    /// batch's start where the lane has that much beyond what its admitted
+    /// proofs hold, else after them, admitted as one proof. Every proof of
+    /// a device is complete only once its pass is.
+    ///
+    /// How to tell: [`ProofTimings::witness_pass_proofs`] (0 without a
+    /// pass) and [`ProofTimings::witness_pass_beside`]; a `cuzk_prover`
+    /// debug event says where the pass runs. A pass beside the stages that
+    /// fails runs again after them; a pass that fails there is logged as a
+    /// warning and each of its proofs runs its own witness MSMs from its
+    /// host assignment (every base streamed, slower than without the
+    /// pass): no proof fails for it.
     pub fn with_witness_pass(mut self, pass: bool) -> Self {
         self.witness_pass = pass;
         self

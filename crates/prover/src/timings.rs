@@ -51,20 +51,26 @@ pub struct ProofTimings {
     /// the CPU path. Comparable with [`crate::Prover::device_clock_ms`] of
     /// the same prover. See [`gpu_busy_fraction_device`].
     pub gpu_stage_device_ms: Option<(f64, f64)>,
-    /// Proofs whose witness MSMs (A, B, L) ran in their batch's witness
-    /// pass ([`crate::MultiGpuProver::with_witness_pass`]): how many proofs
-    /// the pass served (0 otherwise). [`ProofTimings::msm_a_ms`] and the
-    /// other witness MSM times are then the pass's, shared by those proofs,
-    /// and [`ProofTimings::total_ms`] counts their share.
+    /// How many proofs (this one included) the batch's witness pass that
+    /// ran this proof's witness MSMs (A, B, L) served
+    /// ([`crate::MultiGpuProver::with_witness_pass`]); 0 when they ran in
+    /// its own GPU stage. With a pass, [`ProofTimings::msm_a_ms`] and the
+    /// other witness MSM times are the pass's, shared by those proofs (not
+    /// this proof's own), [`ProofTimings::total_ms`] counts their share, and
+    /// [`ProofTimings::streamed_bytes`] still counts every witness base
+    /// once, though the pass sent them once for all its proofs.
     pub witness_pass_proofs: usize,
     /// Whether that pass ran beside the batch's GPU stages (within room the
-    /// lane reserved for it) rather than after them.
+    /// lane reserved for it) rather than after them; `false` without a
+    /// pass.
     pub witness_pass_beside: bool,
     /// The witness pass's GPU stage on the host's monotonic clock, as
-    /// [`ProofTimings::gpu_stage`] (the same for every proof it served).
+    /// [`ProofTimings::gpu_stage`] (the same for every proof it served);
+    /// `None` without a pass.
     pub witness_pass_stage: Option<(Instant, Instant)>,
-    /// The witness pass's GPU stage on the device's clock, as
-    /// [`ProofTimings::gpu_stage_device_ms`].
+    /// The witness pass's GPU stage on the device's clock (milliseconds
+    /// from the prover's epoch), as [`ProofTimings::gpu_stage_device_ms`];
+    /// `None` without a pass.
     pub witness_pass_device_ms: Option<(f64, f64)>,
 }
 
@@ -171,6 +177,7 @@ impl ProofTimings {
             msm_l_ms = self.msm_l_ms,
             msm_overlapped = self.msm_overlapped,
             witness_pass_proofs = self.witness_pass_proofs,
+            witness_pass_beside = self.witness_pass_beside,
             assembly_ms = self.assembly_ms,
             streamed_bytes = self.streamed_bytes,
             total_ms = self.total_ms(),

@@ -239,8 +239,15 @@ cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input
  * counts 64-bit words, so a part starts at a multiple of 64 points.
  *
  * cuzk_msm_masked_finish: adds each mask's partial sums and writes the
- * `sets` sums (XYZZ, the layout of a window sum) to the host array `sums`.
- * Waits for the stream. */
+ * `sets` sums (XYZZ, the layout of a window sum) to the host array `sums`,
+ * which holds `sets` points. Waits for the stream. Call it after a series
+ * begun by an accumulate with first = 1 (before that the scratch holds no
+ * partial sums).
+ *
+ * The scratch is sets * (2^15 + 2^12) XYZZ points (192 bytes in G1, 384 in
+ * G2), 256-byte aligned parts. CUZK_ERR_INVALID_ARGUMENT for a curve other
+ * than G1 or G2, `sets` outside 1..=1024, `first` above 1, a scratch too
+ * small, a part past the masks' words, or a null pointer. */
 typedef struct cuzk_msm_masked_input {
     uint32_t curve;          /* CUZK_MSM_G1 or CUZK_MSM_G2 */
     uint32_t first;          /* 1: the series' first part; 0: later parts */
