@@ -682,8 +682,9 @@ impl MultiGpuProver {
     /// proof's scalars equal to 1 are summed by bitmask, the few others go
     /// through an MSM of their own
     /// ([`cuzk_msm::GpuMsm::masked_sums_streamed`]). It pays where the
-    /// key's witness queries stream (a 2^27 key on a 16 GiB card: 15.9 s
-    /// against 18.9 s a 10-partition batch on an H100, BENCHMARKS.md).
+    /// key's witness queries stream (a 2^27 key on a 16 GiB card), whose
+    /// bases are then most of what crosses PCIe (BENCHMARKS.md, session
+    /// 27).
     ///
     /// Applies only to [`MultiGpuProver::prove_batch`], and to proofs whose
     /// witness queries all stream and whose scalars are at most 1/16
