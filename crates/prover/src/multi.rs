@@ -118,9 +118,24 @@ impl Lane {
     /// during its wait; so do all with `pin_always` (a warm-up, which must
     /// leave the pinned buffers a batch will use).
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration, pin_always: bool) -> Result<MultiProof> {
+        let staged = self.stage(job, timeout, pin_always, || false)?;
+        self.complete(job, staged, None)
+    }
+
+    /// [`Lane::prove`] through the GPU stage: `defer` (asked after the CPU
+    /// stage, before admission) says whether the proof's witness MSMs wait
+    /// for a batch's witness pass.
+    fn stage(
+        &self,
+        job: &ProofJob<'_>,
+        timeout: Duration,
+        pin_always: bool,
+        defer: impl FnOnce() -> bool,
+    ) -> Result<Staged> {
         let idle = !pin_always && self.prover.evaluates_on_gpu(job) && self.gate.idle();
         let now = if idle { self.gate.try_admit() } else { None };
         let mut prepared = self.prover.prepare(job, 0.0, now.is_none())?;
+        prepared.defer_witness = defer();
         let admitted = match now {
             Some(admitted) => admitted,
             None => self.gate.admit(timeout)?,
@@ -130,8 +145,7 @@ impl Lane {
         // them.
         prepared.sole = admitted.sole() && self.memory.is_some();
         let _counted = InStage::enter(&self.in_stage, &self.peak);
-        let (proof, timings) = self.prover.finish(job, prepared)?;
-        Ok((proof, timings, self.device))
+        self.prover.gpu_stage(job, prepared)
     }
 }
 
@@ -192,7 +206,10 @@ impl Lane {
                         loop {
                             let k = next.fetch_add(1, Ordering::SeqCst);
                             let Some(&i) = queue.get(k) else { break };
-                            mine.push((i, self.stage(&jobs[i], timeout, &decided, k)));
+                            mine.push((
+                                i,
+                                self.stage(&jobs[i], timeout, false, || decided.wait(k)),
+                            ));
                         }
                         mine
                     })
@@ -294,29 +311,6 @@ impl Lane {
             if room.is_some() { "beside the GPU stages" } else { "after the GPU stages" }
         );
         room
-    }
-
-    /// One proof of a batch with a witness pass, through its GPU stage; its
-    /// witness MSMs wait for the pass where decision `k` (made once its
-    /// masks are) says it has masks.
-    fn stage(
-        &self,
-        job: &ProofJob<'_>,
-        timeout: Duration,
-        decided: &Decisions,
-        k: usize,
-    ) -> Result<Staged> {
-        let idle = self.prover.evaluates_on_gpu(job) && self.gate.idle();
-        let now = if idle { self.gate.try_admit() } else { None };
-        let mut prepared = self.prover.prepare(job, 0.0, now.is_none())?;
-        prepared.defer_witness = decided.wait(k);
-        let admitted = match now {
-            Some(admitted) => admitted,
-            None => self.gate.admit(timeout)?,
-        };
-        prepared.sole = admitted.sole() && self.memory.is_some();
-        let _counted = InStage::enter(&self.in_stage, &self.peak);
-        self.prover.gpu_stage(job, prepared)
     }
 
     /// The witness pass over the proofs of `masks` that have them (`jobs`

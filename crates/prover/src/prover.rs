@@ -680,16 +680,9 @@ impl Prover {
     /// whose witness MSMs wait for a batch's witness pass holds at most
     /// ([`crate::MultiGpuProver::with_witness_pass`]), bytes.
     pub(crate) fn h_stage_bytes(&self) -> u64 {
-        let log_n = (self.pk.h_query.len() as u64 + 1)
-            .next_power_of_two()
-            .trailing_zeros();
-        let full = self
-            .gpu
-            .as_ref()
-            .map_or(0, |g| 2 * g.ntt.full_twiddle_bytes(log_n));
         memory::h_stage_bytes(
             &self.pk,
-            full,
+            full_twiddles(&self.pk, self.gpu.as_ref().map(|g| &g.ntt)),
             self.device_r1cs
                 .as_ref()
                 .map(DeviceR1cs::stream_buffer_bytes),
@@ -917,7 +910,6 @@ impl Prover {
             h_acc,
             sums: own,
             timings: mut t,
-            ..
         } = staged;
         let sums = match (own, sums) {
             (Some(s), _) | (None, Some(s)) => s,
@@ -1458,9 +1450,14 @@ impl Prover {
 /// `device_eval`: with the R1CS evaluated on the GPU, the bytes of its
 /// streamed chunks' buffers (see [`memory::working_set_bytes`]).
 fn working_set(pk: &ProvingKey, ntt: Option<&GpuNtt>, device_eval: Option<u64>) -> u64 {
+    memory::working_set_bytes(pk, full_twiddles(pk, ntt), device_eval)
+}
+
+/// Bytes of the NTT engine `ntt`'s full twiddle tables, of the root and its
+/// inverse, at the domain of `pk` (0 on the CPU path).
+fn full_twiddles(pk: &ProvingKey, ntt: Option<&GpuNtt>) -> u64 {
     let log_n = (pk.h_query.len() as u64 + 1)
         .next_power_of_two()
         .trailing_zeros();
-    let full = ntt.map_or(0, |n| 2 * n.full_twiddle_bytes(log_n));
-    memory::working_set_bytes(pk, full, device_eval)
+    ntt.map_or(0, |n| 2 * n.full_twiddle_bytes(log_n))
 }
