@@ -314,7 +314,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Res
     Ok(())
 }
 
-/// One circuit's figures and check (see [`bench`]); the CPU path's proof
+/// One circuit's figures and check (see [`bench()`]); the CPU path's proof
 /// is the reference when `cpu`; `extra` adds the verifier and the peer.
 fn one(
     run: &Run,

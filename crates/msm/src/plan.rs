@@ -247,7 +247,7 @@ pub(crate) fn sum_bytes(count: u64, point_bytes: u64) -> u64 {
 }
 
 /// The fewest points of one chunk when an MSM is cut into chunks to fit
-/// the device-memory budget (see [`choose`]): 2^16.
+/// the device-memory budget (the plan's last step before out of memory): 2^16.
 pub const MIN_CHUNK_POINTS: usize = 1 << 16;
 
 /// The smallest window [`choose`] shrinks a plain plan to: 8 bits (32

@@ -6,7 +6,7 @@
 //!
 //! - [`params`]: the key as a bellperson parameter file, and the query
 //!   densities supraseal-c2 takes with each proof.
-//! - [`prove`] (feature `gpu`, which builds supraseal-c2 and needs nvcc):
+//! - `prove` (feature `gpu`, which builds supraseal-c2 and needs nvcc):
 //!   the loaded parameters and proofs through them.
 //! - `proof`: supraseal-c2's proof layout read as arkworks points.
 //! - [`request`]: the files between the benchmark and the `cuzk-supraseal`
