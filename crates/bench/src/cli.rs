@@ -113,24 +113,36 @@ impl Run {
     /// seed, on all cores: chunk `i` (2^16 elements) reads its own stretch
     /// of that ChaCha20 key stream, from word `i * 2^40` on, so the values
     /// depend on the seed, the stream and `n` only.
-    pub(crate) fn random_with(
+    pub(crate) fn random_with<T: Send>(
         &self,
         stream: u64,
         n: usize,
-        draw: impl Fn(&mut rand_chacha::ChaCha20Rng) -> cuzk_field::Fr + Sync,
-    ) -> Vec<cuzk_field::Fr> {
-        use ark_ff::Zero;
+        draw: impl Fn(&mut rand_chacha::ChaCha20Rng) -> T + Sync,
+    ) -> Vec<T> {
+        self.random_chunked(stream, n, 1 << 16, draw)
+    }
+
+    /// [`Run::random_with`] in chunks of `chunk` elements: a small chunk
+    /// spreads costly draws (random curve points) over the cores; the
+    /// values depend on the chunk too.
+    pub(crate) fn random_chunked<T: Send>(
+        &self,
+        stream: u64,
+        n: usize,
+        chunk: usize,
+        draw: impl Fn(&mut rand_chacha::ChaCha20Rng) -> T + Sync,
+    ) -> Vec<T> {
         use rayon::prelude::*;
-        const CHUNK: usize = 1 << 16;
-        let mut out = vec![cuzk_field::Fr::zero(); n];
-        out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, c)| {
-            let mut r = self.rng(stream);
-            r.set_word_pos((i as u128) << 40);
-            for x in c {
-                *x = draw(&mut r);
-            }
-        });
-        out
+        let chunk = chunk.max(1);
+        let draw = &draw;
+        (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .flat_map_iter(|i| {
+                let mut r = self.rng(stream);
+                r.set_word_pos((i as u128) << 40);
+                (0..chunk.min(n - i * chunk)).map(move |_| draw(&mut r))
+            })
+            .collect()
     }
 }
 

@@ -13,9 +13,12 @@ use cuzk_field::{
     ops, Backend, DeviceRepr, Fp, Fp2, Fr, G1Affine, G1Projective, G1Xyzz, G2Affine, G2Projective,
     G2Xyzz, Kind, Op,
 };
+use rayon::prelude::*;
 use std::fmt::Debug;
 
 const LAYER: &str = "field";
+/// The first of the seed's streams the layer draws from (12 of them).
+const STREAM: u64 = 1000;
 const ARK: &str = "arkworks (CPU, 1 thread)";
 const ARK_JAC: &str = "arkworks Jacobian mixed add (CPU, 1 thread)";
 /// The reference of every field check.
@@ -114,7 +117,6 @@ fn gpu_kernel_ms<A: DeviceRepr, B: DeviceRepr>(
 
 /// The field layer: Fr/Fp/Fp2 arithmetic, G1/G2 additions.
 pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
-    let mut rng = run.rng(1);
     let smoke = run.size == Size::Smoke;
     let n_gpu = if smoke {
         1 << 10
@@ -132,10 +134,12 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         n_cpu
     };
     let sizes = (n, n_cpu);
+    // Inputs are drawn and derived on all cores (2^24 points at --full take
+    // minutes on one), each input set from its own stream of the seed.
     macro_rules! field {
-        ($t:ty, $kind:ident, $op:ident, $f:expr) => {{
-            let a: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
-            let b: Vec<$t> = (0..n).map(|_| <$t>::rand(&mut rng)).collect();
+        ($t:ty, $kind:ident, $op:ident, $stream:expr, $f:expr) => {{
+            let a: Vec<$t> = run.random_with(STREAM + 2 * $stream, n, <$t>::rand);
+            let b: Vec<$t> = run.random_with(STREAM + 2 * $stream + 1, n, <$t>::rand);
             let f = $f;
             let (ra, rb) = (a.clone(), b.clone());
             let case = Case {
@@ -155,11 +159,11 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
             )?;
         }};
     }
-    field!(Fr, Fr, Mul, |x: &Fr, y: &Fr| *x * y);
-    field!(Fr, Fr, Add, |x: &Fr, y: &Fr| *x + y);
-    field!(Fp, Fp, Mul, |x: &Fp, y: &Fp| *x * y);
-    field!(Fp2, Fp2, Mul, |x: &Fp2, y: &Fp2| *x * y);
-    field!(Fr, Fr, Inv, |x: &Fr, _: &Fr| x
+    field!(Fr, Fr, Mul, 0, |x: &Fr, y: &Fr| *x * y);
+    field!(Fr, Fr, Add, 1, |x: &Fr, y: &Fr| *x + y);
+    field!(Fp, Fp, Mul, 2, |x: &Fp, y: &Fp| *x * y);
+    field!(Fp2, Fp2, Mul, 3, |x: &Fp2, y: &Fp2| *x * y);
+    field!(Fr, Fr, Inv, 4, |x: &Fr, _: &Fr| x
         .inverse()
         .unwrap_or_default());
     // Points: random points are costly to draw on the CPU, so draw a pool
@@ -167,14 +171,24 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     // XYZZ rows' time is its own mixed addition (Jacobian += affine); their
     // outputs are checked against arkworks' sum of the same two points.
     let pool = n.min(1 << 12);
-    let g1: Vec<G1Affine> = (0..pool).map(|_| G1Affine::rand(&mut rng)).collect();
-    let g2: Vec<G2Affine> = (0..pool).map(|_| G2Affine::rand(&mut rng)).collect();
-    let rep1 = |s: usize| (0..n).map(|i| g1[(i * 7 + s) % pool]).collect::<Vec<_>>();
-    let rep2 = |s: usize| (0..n).map(|i| g2[(i * 7 + s) % pool]).collect::<Vec<_>>();
+    let g1: Vec<G1Affine> = run.random_chunked(STREAM + 10, pool, 16, G1Affine::rand);
+    let g2: Vec<G2Affine> = run.random_chunked(STREAM + 11, pool, 16, G2Affine::rand);
+    let rep1 = |s: usize| {
+        (0..n)
+            .into_par_iter()
+            .map(|i| g1[(i * 7 + s) % pool])
+            .collect::<Vec<_>>()
+    };
+    let rep2 = |s: usize| {
+        (0..n)
+            .into_par_iter()
+            .map(|i| g2[(i * 7 + s) % pool])
+            .collect::<Vec<_>>()
+    };
     let (p1, q1) = (rep1(0), rep1(1));
-    let jp1: Vec<G1Projective> = p1.iter().map(|p| p.into_group().double()).collect();
+    let jp1: Vec<G1Projective> = p1.par_iter().map(|p| p.into_group().double()).collect();
     let a1: Vec<G1Xyzz> = p1
-        .iter()
+        .par_iter()
         .map(|p| G1Xyzz::from_affine_scaled(p, Fp::from(3u64)))
         .collect();
     let case = Case {
@@ -192,7 +206,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         |i| jp1[i] + q1[i],
         |i| G1Xyzz::from((p1[i] + q1[i]).into_affine()),
     )?;
-    let jq1: Vec<G1Projective> = q1.iter().map(|p| p.into_group().double()).collect();
+    let jq1: Vec<G1Projective> = q1.par_iter().map(|p| p.into_group().double()).collect();
     let case = Case {
         kind: Kind::G1,
         op: Op::JacAdd,
@@ -209,9 +223,9 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         |i| jp1[i] + jq1[i],
     )?;
     let (p2, q2) = (rep2(0), rep2(1));
-    let jp2: Vec<G2Projective> = p2.iter().map(|p| p.into_group().double()).collect();
+    let jp2: Vec<G2Projective> = p2.par_iter().map(|p| p.into_group().double()).collect();
     let a2: Vec<G2Xyzz> = p2
-        .iter()
+        .par_iter()
         .map(|p| G2Xyzz::from_affine_scaled(p, Fp2::from(3u64)))
         .collect();
     let case = Case {
