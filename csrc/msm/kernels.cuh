@@ -318,8 +318,9 @@ struct SmemAcc {
 // acc += q (madd-2008-s, as cuzk::xyzz_madd, with the same exceptional
 // cases), acc in shared memory; `fresh`: acc holds nothing yet (the
 // identity). Returns whether acc is the identity afterwards.
-template <class F>
-__device__ __forceinline__ bool madd_smem(const SmemAcc<F>& a, bool fresh, const Affine<F>& q) {
+template <class F, uint32_t Stride>
+__device__ __forceinline__ bool madd_smem(const SmemAcc<F, Stride>& a, bool fresh,
+                                          const Affine<F>& q) {
     if (q.is_identity()) return fresh;
     if (fresh) {
         a.st(0, q.x);

@@ -205,51 +205,98 @@ namespace {
 
 // Partial sums a mask: 8^5, so that the tree's groups of kSumGroup never
 // straddle two masks' partials (each level divides every mask's count by 8
-// exactly) and 2^15 threads a mask fill the card with one mask or many.
+// exactly) and 2^15 threads a group of masks fill the card.
 constexpr uint32_t kMaskedPartials = 1u << 15;
 static_assert(kSumGroup == 8, "kMaskedPartials is a power of kSumGroup");
 
-// Bytes of the partial sums (and the tree's second buffer) for `sets` masks
-// of points of `point_bytes` (XYZZ) bytes.
+// Masks a group. A thread adds each selected point of its share once, into
+// the bucket of its pattern (bit i: whether mask i of the group selects
+// it), then sums for each mask the buckets whose pattern has its bit. With
+// half of the bits set (a Groth16 witness's ones), a point costs
+// 1 - 2^-k mixed additions instead of k / 2, plus 2^(k-1) - 1 full
+// additions a mask and thread to combine: k = 4 halves the additions of
+// masks of 64 points a thread or more.
+constexpr uint32_t kGroupMasks = 4;
+constexpr uint32_t kPatterns = (1u << kGroupMasks) - 1;  // buckets a thread: non-zero patterns
+
+uint64_t masked_groups(uint64_t sets) { return ceil_div(sets, kGroupMasks); }
+
+// Bytes of each part of the scratch for `sets` masks of points of
+// `point_bytes` (XYZZ) bytes: the partial sums, the tree's second buffer,
+// and the pattern buckets (kPatterns a thread of each group).
+uint64_t masked_partials_bytes(uint64_t sets, uint64_t point_bytes) {
+    return align_up(sets * kMaskedPartials * point_bytes);
+}
+uint64_t masked_tree_bytes(uint64_t sets, uint64_t point_bytes) {
+    return align_up(sets * (kMaskedPartials / kSumGroup) * point_bytes);
+}
 uint64_t masked_scratch(uint64_t sets, uint64_t point_bytes) {
-    return align_up(sets * kMaskedPartials * point_bytes) +
-           align_up(sets * (kMaskedPartials / kSumGroup) * point_bytes);
+    return masked_partials_bytes(sets, point_bytes) + masked_tree_bytes(sets, point_bytes) +
+           align_up(masked_groups(sets) * kPatterns * kMaskedPartials * point_bytes);
 }
 
-// Thread t of mask p (blockIdx.y) sums bases[j] for the set bits j of its
-// share of the call's mask words (word w of the call is word first_word + w
-// of row p; bits at or past `count` are ignored), with mixed additions
-// into an XYZZ accumulator in shared memory, then adds partials[p T + t]
-// unless `first`, and stores the result there.
+// Thread t of group g (blockIdx.y: masks g kGroupMasks onwards) adds the
+// points of its share of the call's mask words (word w of the call is word
+// first_word + w of a row; bits at or past `count` are ignored) into the
+// bucket of their pattern with mixed additions, then, for each mask p of
+// the group, adds the buckets whose pattern has p's bit (full additions,
+// the accumulator in shared memory), adds partials[p T + t] unless
+// `first`, and stores the result there. Buckets live in global memory,
+// coordinate-word major over the group's threads (as SmemAcc, stride T),
+// and only within one call: a bucket no point reached is skipped.
 template <class F, int MinBlocks>
 __global__ void __launch_bounds__(kThreads, MinBlocks)
     masked_sum_kernel(const Affine<F>* __restrict__ bases, uint64_t count,
-                      const uint64_t* __restrict__ masks, uint64_t mask_words,
+                      const uint64_t* __restrict__ masks, uint64_t sets, uint64_t mask_words,
                       uint64_t first_word, uint64_t words_a_thread, bool first,
-                      Xyzz<F>* __restrict__ partials) {
+                      Xyzz<F>* __restrict__ partials, uint4* __restrict__ buckets) {
     __shared__ uint4 smem[4 * SmemAcc<F>::kWords * kThreads];
     const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (t >= kMaskedPartials) return;
-    const uint64_t* row = masks + blockIdx.y * mask_words + first_word;
+    const uint64_t p0 = blockIdx.y * (uint64_t)kGroupMasks;
+    const uint32_t in_group = sets - p0 < kGroupMasks ? (uint32_t)(sets - p0) : kGroupMasks;
     const uint64_t words = (count + 63) / 64;
     const uint64_t w0 = t * words_a_thread;
     const uint64_t w1 = w0 + words_a_thread < words ? w0 + words_a_thread : words;
-    const SmemAcc<F> a{smem + threadIdx.x};
-    bool fresh = true;  // the accumulator is the identity
+    constexpr uint64_t kPointWords = 4 * SmemAcc<F>::kWords;  // 16-byte words an XYZZ point
+    uint4* const mine =
+        buckets + blockIdx.y * (uint64_t)kPatterns * kPointWords * kMaskedPartials + t;
+    auto bucket = [&](uint32_t b) {
+        return SmemAcc<F, kMaskedPartials>{mine + b * kPointWords * kMaskedPartials};
+    };
+    uint32_t fresh = (1u << kPatterns) - 1;  // bit b: bucket b is the identity
     for (uint64_t w = w0; w < w1; ++w) {
-        uint64_t bits = row[w];
         const uint64_t left = count - w * 64;
-        if (left < 64) bits &= (uint64_t(1) << left) - 1;
-        while (bits != 0) {
-            const uint64_t j = w * 64 + (uint64_t)(__ffsll((long long)bits) - 1);
-            bits &= bits - 1;
-            fresh = madd_smem(a, fresh, ld(bases + j));
+        const uint64_t valid = left < 64 ? (uint64_t(1) << left) - 1 : ~uint64_t(0);
+        uint64_t m[kGroupMasks];
+        uint64_t any = 0;
+#pragma unroll
+        for (uint32_t i = 0; i < kGroupMasks; ++i) {
+            m[i] = i < in_group ? masks[(p0 + i) * mask_words + first_word + w] & valid : 0;
+            any |= m[i];
+        }
+        while (any != 0) {
+            const uint32_t bit = (uint32_t)(__ffsll((long long)any) - 1);
+            any &= any - 1;
+            uint32_t pattern = 0;
+#pragma unroll
+            for (uint32_t i = 0; i < kGroupMasks; ++i)
+                pattern |= (uint32_t)((m[i] >> bit) & 1) << i;
+            const uint32_t b = pattern - 1;
+            const bool was = ((fresh >> b) & 1) != 0;
+            const bool now = madd_smem(bucket(b), was, ld(bases + w * 64 + bit));
+            fresh = (fresh & ~(1u << b)) | ((uint32_t)now << b);
         }
     }
-    Xyzz<F>* out = partials + blockIdx.y * (uint64_t)kMaskedPartials + t;
-    if (fresh) a.store(Xyzz<F>::identity());
-    if (!first) add_smem<F>(a, GlobalXyzz<F>{out});
-    st(out, a.load());
+    const SmemAcc<F> a{smem + threadIdx.x};
+    for (uint32_t i = 0; i < in_group; ++i) {
+        a.store(Xyzz<F>::identity());
+        for (uint32_t b = 0; b < kPatterns; ++b)
+            if ((((b + 1) >> i) & 1) != 0 && ((fresh >> b) & 1) == 0) add_smem<F>(a, bucket(b));
+        Xyzz<F>* out = partials + (p0 + i) * (uint64_t)kMaskedPartials + t;
+        if (!first) add_smem<F>(a, GlobalXyzz<F>{out});
+        st(out, a.load());
+    }
 }
 
 template <class F>
@@ -259,10 +306,13 @@ cuzk_status masked_accumulate(const Affine<F>* bases, uint64_t count, const uint
     const uint64_t words = ceil_div(count, 64);
     const uint64_t per = words == 0 ? 1 : ceil_div(words, kMaskedPartials);
     constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
-    const dim3 grid((unsigned)ceil_div(kMaskedPartials, kThreads), (unsigned)sets);
+    const uint64_t point = sizeof(Xyzz<F>);
+    const dim3 grid((unsigned)ceil_div(kMaskedPartials, kThreads), (unsigned)masked_groups(sets));
     masked_sum_kernel<F, kMinBlocks><<<grid, kThreads, 0, stream>>>(
-        bases, count, masks, mask_words, first_word, per, first,
-        reinterpret_cast<Xyzz<F>*>(scratch));
+        bases, count, masks, sets, mask_words, first_word, per, first,
+        reinterpret_cast<Xyzz<F>*>(scratch),
+        reinterpret_cast<uint4*>(scratch + masked_partials_bytes(sets, point) +
+                                 masked_tree_bytes(sets, point)));
     CUZK_CUDA_TRY(cudaGetLastError());
     return ok();
 }
@@ -274,8 +324,7 @@ template <class F>
 cuzk_status masked_finish(uint64_t sets, char* scratch, void* sums, cudaStream_t stream) {
     using X = Xyzz<F>;
     X* buf[2] = {reinterpret_cast<X*>(scratch),
-                 reinterpret_cast<X*>(scratch +
-                                      align_up(sets * kMaskedPartials * sizeof(X)))};
+                 reinterpret_cast<X*>(scratch + masked_partials_bytes(sets, sizeof(X)))};
     uint64_t len = sets * kMaskedPartials;
     int cur = 0;
     while (len > sets) {

@@ -184,18 +184,25 @@ impl GpuMsm {
     /// witness MSM whose scalars are 1 (a witness of bits), for the
     /// witnesses of several partitions of one key at a time: each chunk of
     /// the key crosses PCIe once for all of them instead of once a
-    /// partition. Each mask's sum is taken by 2^15 threads, each adding its
-    /// share of the set bits' points (mixed additions in XYZZ coordinates)
-    /// across the chunks, then a tree of additions.
+    /// partition. The masks go in groups of four, each group to 2^15
+    /// threads: a thread adds each point of its share that a mask of the
+    /// group selects once, into the bucket of its pattern (which of the
+    /// four masks select it), then sums for each mask the buckets whose
+    /// pattern includes it (mixed and full additions in XYZZ coordinates):
+    /// at half of the bits set, about half the additions of one sum a mask.
+    /// Each mask's 2^15 partial sums carry across the chunks, then a tree
+    /// of additions.
     ///
     /// Device memory: the masks (8 bytes a 64 bases a mask), the partial
     /// sums (2^15 XYZZ points a mask and a tree buffer of an eighth: 6.75
-    /// MiB in G1, 13.5 MiB in G2), then two chunks and as much again.
+    /// MiB in G1, 13.5 MiB in G2), the pattern buckets (15 x 2^15 XYZZ
+    /// points a group of four masks: 90 MiB in G1, 180 MiB in G2), then two
+    /// chunks and as much again.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a mask is not `bases.len().div_ceil(64)`
     /// words or there are more than 1024 masks; [`Error::OutOfMemory`] when
-    /// the budget cannot hold the masks, the partial sums and two chunks of
+    /// the budget cannot hold the masks, the scratch and two chunks of
     /// [`MIN_CHUNK_POINTS`] points and as much again; [`Error::Internal`]
     /// when the GPU returns an inconsistent XYZZ sum; CUDA errors.
     pub fn masked_sums_streamed<P: MsmCurve>(

@@ -44,10 +44,11 @@ const PASS_ROOM_BYTES: u64 = 5 << 29;
 /// H stage for its small allocations, beside a witness pass's room: 1 GiB.
 const PASS_STAGE_SLACK_BYTES: u64 = 1 << 30;
 
-/// The least room worth a witness pass beside the GPU stages: 192 MiB
-/// (two chunks of 2^16 G2 bases and as much again, 48 MiB, and the masks'
-/// partial sums); with less the pass runs after them.
-const PASS_MIN_ROOM_BYTES: u64 = 192 << 20;
+/// The least room worth a witness pass beside the GPU stages: 1.25 GiB
+/// (a stream's 16 masks in G2: their partial sums and pattern buckets,
+/// about 1 GB, their rows, and two chunks of 2^16 G2 bases and as much
+/// again, 48 MiB); with less the pass runs after them.
+const PASS_MIN_ROOM_BYTES: u64 = 5 << 28;
 
 /// Default longest wait of a worker for admission to a GPU stage: one hour.
 const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(3600);

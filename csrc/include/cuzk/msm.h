@@ -230,7 +230,8 @@ cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input
  * point 64 w + b of the whole series.
  *
  * cuzk_msm_masked_scratch: the device scratch (bytes) for `sets` masks of
- * `curve` (2^15 XYZZ partial sums a mask and the tree's second buffer).
+ * `curve` (2^15 XYZZ partial sums a mask, the tree's second buffer and the
+ * pattern buckets of each group of four masks).
  *
  * cuzk_msm_masked_accumulate: adds, for each mask p, the points j < count of
  * `bases` whose bit first_word * 64 + j of row p is set into that mask's
@@ -244,8 +245,10 @@ cuzk_status cuzk_msm_sum_indexed(int32_t device, const cuzk_msm_sum_input* input
  * begun by an accumulate with first = 1 (before that the scratch holds no
  * partial sums).
  *
- * The scratch is sets * (2^15 + 2^12) XYZZ points (192 bytes in G1, 384 in
- * G2), 256-byte aligned parts. CUZK_ERR_INVALID_ARGUMENT for a curve other
+ * The scratch is sets * (2^15 + 2^12) + ceil(sets / 4) * 15 * 2^15 XYZZ
+ * points (192 bytes in G1, 384 in G2: the partial sums, the tree's second
+ * buffer and each group of four masks' pattern buckets), 256-byte aligned
+ * parts. CUZK_ERR_INVALID_ARGUMENT for a curve other
  * than G1 or G2, `sets` outside 1..=1024, `first` above 1, a scratch too
  * small, a part past the masks' words, or a null pointer. */
 typedef struct cuzk_msm_masked_input {
