@@ -37,7 +37,7 @@ pub const DEFAULT_GPU_WORKERS_PER_DEVICE: usize = 2;
 
 /// Device memory a lane reserves for a batch's witness pass beside its
 /// GPU stages, at most: 2.5 GiB, two 512 MiB chunks of bases and as much
-/// again, the masks and the partial sums.
+/// again, the masks, their partial sums and pattern buckets.
 const PASS_ROOM_BYTES: u64 = 5 << 29;
 
 /// What a lane that admits one proof at a time leaves beyond the proof's
@@ -689,7 +689,7 @@ impl MultiGpuProver {
     /// start (the first GPU stage waits for its proof's), take n/8 bytes a
     /// query of n bases and 36 bytes a scalar neither 0 nor 1 of host
     /// memory a proof; the pass runs beside the GPU stages within up to
-    /// 2.5 GiB of the device budget (at least 192 MiB) reserved from the
+    /// 2.5 GiB of the device budget (at least 1.25 GiB) reserved from the
     /// batch's start where the lane has that much beyond what its admitted
     /// proofs hold, else after them, admitted as one proof. Every proof of
     /// a device is complete only once its pass is.
