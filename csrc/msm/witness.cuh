@@ -243,7 +243,8 @@ uint64_t masked_scratch(uint64_t sets, uint64_t point_bytes) {
 // the accumulator in shared memory), adds partials[p T + t] unless
 // `first`, and stores the result there. Buckets live in global memory,
 // coordinate-word major over the group's threads (as SmemAcc, stride T),
-// and only within one call: a bucket no point reached is skipped.
+// and only within one call: a bucket no point reached is skipped. A group
+// of one mask adds its points straight into the shared accumulator.
 template <class F, int MinBlocks>
 __global__ void __launch_bounds__(kThreads, MinBlocks)
     masked_sum_kernel(const Affine<F>* __restrict__ bases, uint64_t count,
@@ -264,6 +265,25 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
     auto bucket = [&](uint32_t b) {
         return SmemAcc<F, kMaskedPartials>{mine + b * kPointWords * kMaskedPartials};
     };
+    const SmemAcc<F> a{smem + threadIdx.x};
+    if (in_group == 1) {
+        const uint64_t* row = masks + p0 * mask_words + first_word;
+        bool empty = true;  // the accumulator is the identity
+        for (uint64_t w = w0; w < w1; ++w) {
+            const uint64_t left = count - w * 64;
+            uint64_t bits = row[w] & (left < 64 ? (uint64_t(1) << left) - 1 : ~uint64_t(0));
+            while (bits != 0) {
+                const uint64_t j = w * 64 + (uint64_t)(__ffsll((long long)bits) - 1);
+                bits &= bits - 1;
+                empty = madd_smem(a, empty, ld(bases + j));
+            }
+        }
+        Xyzz<F>* out = partials + p0 * (uint64_t)kMaskedPartials + t;
+        if (empty) a.store(Xyzz<F>::identity());
+        if (!first) add_smem<F>(a, GlobalXyzz<F>{out});
+        st(out, a.load());
+        return;
+    }
     uint32_t fresh = (1u << kPatterns) - 1;  // bit b: bucket b is the identity
     for (uint64_t w = w0; w < w1; ++w) {
         const uint64_t left = count - w * 64;
@@ -288,7 +308,6 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
             fresh = (fresh & ~(1u << b)) | ((uint32_t)now << b);
         }
     }
-    const SmemAcc<F> a{smem + threadIdx.x};
     for (uint32_t i = 0; i < in_group; ++i) {
         a.store(Xyzz<F>::identity());
         for (uint32_t b = 0; b < kPatterns; ++b)

@@ -154,8 +154,8 @@ pub(crate) struct Masked {
 }
 
 /// Masks a stream of a query's bases serves at most in a witness pass
-/// ([`Query::masked_msms`]): 16, about 470 MiB of masks and G2 partial
-/// sums at 2^27.
+/// ([`Query::masked_msms`]): 16, about 1.2 GiB of masks, G2 partial sums
+/// and pattern buckets at 2^27.
 const MASKS_A_STREAM: usize = 16;
 
 /// A witness pass pays only while the scalars neither 0 nor 1 are at most
