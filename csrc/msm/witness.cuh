@@ -221,6 +221,12 @@ constexpr uint32_t kPatterns = (1u << kGroupMasks) - 1;  // buckets a thread: no
 
 uint64_t masked_groups(uint64_t sets) { return ceil_div(sets, kGroupMasks); }
 
+// The bits of mask word w that name one of `count` points.
+__device__ __forceinline__ uint64_t word_bits(uint64_t w, uint64_t count) {
+    const uint64_t left = count - w * 64;
+    return left < 64 ? (uint64_t(1) << left) - 1 : ~uint64_t(0);
+}
+
 // Bytes of each part of the scratch for `sets` masks of points of
 // `point_bytes` (XYZZ) bytes: the partial sums, the tree's second buffer,
 // and the pattern buckets (kPatterns a thread of each group).
@@ -270,8 +276,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
         const uint64_t* row = masks + p0 * mask_words + first_word;
         bool empty = true;  // the accumulator is the identity
         for (uint64_t w = w0; w < w1; ++w) {
-            const uint64_t left = count - w * 64;
-            uint64_t bits = row[w] & (left < 64 ? (uint64_t(1) << left) - 1 : ~uint64_t(0));
+            uint64_t bits = row[w] & word_bits(w, count);
             while (bits != 0) {
                 const uint64_t j = w * 64 + (uint64_t)(__ffsll((long long)bits) - 1);
                 bits &= bits - 1;
@@ -286,8 +291,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
     }
     uint32_t fresh = (1u << kPatterns) - 1;  // bit b: bucket b is the identity
     for (uint64_t w = w0; w < w1; ++w) {
-        const uint64_t left = count - w * 64;
-        const uint64_t valid = left < 64 ? (uint64_t(1) << left) - 1 : ~uint64_t(0);
+        const uint64_t valid = word_bits(w, count);
         uint64_t m[kGroupMasks];
         uint64_t any = 0;
 #pragma unroll

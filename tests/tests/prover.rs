@@ -1284,15 +1284,15 @@ fn gpu_overlapped_msms_match_cpu() {
             .unwrap()
     };
     let (on, off) = (build(true), build(false));
-    let multi = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2)
-        .unwrap()
-        .with_r1cs(r1cs.clone())
-        .unwrap();
-    let with_pass = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&mem), 2)
-        .unwrap()
-        .with_r1cs(r1cs.clone())
-        .unwrap()
-        .with_witness_pass(true);
+    // Two workers over `m`, with or without the batch's witness pass.
+    let multi_on = |m: &Arc<DeviceMemory>, pass: bool| {
+        MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(m), 2)
+            .unwrap()
+            .with_r1cs(r1cs.clone())
+            .unwrap()
+            .with_witness_pass(pass)
+    };
+    let (multi, with_pass) = (multi_on(&mem, false), multi_on(&mem, true));
     drop(held);
     let streamed = on.streamed_queries();
     for p in [
@@ -1369,11 +1369,7 @@ fn gpu_overlapped_msms_match_cpu() {
     let big = 2u64 << 30;
     let roomy = capped_memory(dev, margin, cap + big);
     let held = roomy.budget().try_reserve(room + big).unwrap();
-    let beside = MultiGpuProver::with_memories(pk.clone(), std::slice::from_ref(&roomy), 2)
-        .unwrap()
-        .with_r1cs(r1cs.clone())
-        .unwrap()
-        .with_witness_pass(true);
+    let beside = multi_on(&roomy, true);
     drop(held);
     let out = beside.prove_batch(&jobs, None).unwrap();
     for (j, o) in jobs.iter().zip(out) {

@@ -352,7 +352,7 @@ impl<P: MsmCurve> Query<P> {
         let e = &self.streaming(e, share);
         let b = self.streamed_bases(bases, len);
         // At most MASKS_A_STREAM masks a stream of the bases: the masks'
-        // rows, partial sums and pattern buckets stay within about 1 GB at 2^27
+        // rows, partial sums and pattern buckets stay within about 1.2 GiB at 2^27
         // whatever the batch's size.
         let mut sums = Vec::with_capacity(masked.len());
         for group in masked.chunks(MASKS_A_STREAM) {
