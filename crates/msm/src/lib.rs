@@ -32,6 +32,7 @@ pub mod cpu;
 mod engine;
 mod fixed;
 mod plan;
+mod series;
 mod streamed;
 #[allow(unreachable_pub)] // generated bindings, crate-private
 mod sys;
