@@ -20,11 +20,10 @@ use std::time::Duration;
 /// (rounded up to a multiple of [`MIN_CHUNK_POINTS`]) whose two chunk
 /// buffers (the one in use and the next one arriving) take at most half of
 /// it. The other half is for the MSM's scalars and scratch, whose plan
-/// shrinks to what is left. Fewest chunks, because each chunk has a fixed
-/// cost (its launches and a wait; a classified chunk is an MSM of its own,
-/// with its plan, sort and bucket reduction: BENCHMARKS.md fits that cost
-/// from MSMs of 2^22 to 2^26 points), and equal ones, so that every copy
-/// overlaps an MSM of its size. At least [`MIN_CHUNK_POINTS`] (or `n` when smaller);
+/// shrinks to what is left. Fewest chunks, because each chunk's MSM has a
+/// fixed cost (its plan, its sort, its buckets' reduction; BENCHMARKS.md
+/// fits it from MSMs of 2^22 to 2^26 points), and equal ones, so that
+/// every copy overlaps an MSM of its size. At least [`MIN_CHUNK_POINTS`] (or `n` when smaller);
 /// `None` when even that does not fit.
 pub(crate) fn stream_chunk(n: usize, point_bytes: usize, available: u64) -> Option<usize> {
     if n == 0 {
@@ -118,10 +117,7 @@ impl GpuMsm {
     /// the scalars in this GPU's memory (say, the quotient H the NTTs left
     /// there) and the bases streamed from host memory as
     /// [`GpuMsm::msm_streamed`] streams them; each chunk's scalars are
-    /// classified on the device as [`crate::FixedBases::msm_device`] does,
-    /// or, with [`crate::WitnessShaped::Never`] (uniform scalars such as
-    /// H's), every chunk adds into one set of Pippenger buckets, reduced
-    /// once at the end.
+    /// classified on the device as [`crate::FixedBases::msm_device`] does.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the range passes the buffer, holds
