@@ -369,9 +369,7 @@ impl GpuMsm {
                 let choice = self.choose_plan::<P>(at.len(), None, false, 0)?;
                 series = Some((self.series::<P>(&choice.plan)?, choice.chunk));
             }
-            let Some((s, step)) = series.as_mut() else {
-                return Err(Error::Internal("a streamed MSM lost its series".into()));
-            };
+            let (s, step) = series.as_mut().expect("set above");
             let r = (|| -> Result<()> {
                 for lo in (0..at.len()).step_by(*step) {
                     let len = (*step).min(at.len() - lo);
