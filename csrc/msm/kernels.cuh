@@ -203,17 +203,13 @@ struct PartialSource {
 };
 
 // Where a run's sum goes when it is flushed (see accumulate_kernel): a whole
-// bucket goes to the bucket array (stored, or with `add` added to what the
-// array holds: a series of calls over one bucket array); a run cut by the
-// chunk's start is the thread's head partial, one cut by its end the tail
-// partial. The partials are stored at once (not held in registers through
-// the loop: for G2 that would be 192 live registers). Every bucket is
-// written by one thread of one call, so adding needs no atomics.
+// bucket goes to the bucket array; a run cut by the chunk's start is the
+// thread's head partial, one cut by its end the tail partial. The partials
+// are stored at once (not held in registers through the loop: for G2 that
+// would be 192 live registers).
 struct Flush {
     uint32_t head_key = 0, tail_key = 0;
     bool have_head = false, have_tail = false;
-    bool add = false;
-    __device__ explicit Flush(bool add_to_buckets) : add(add_to_buckets) {}
     template <class F>
     __device__ __forceinline__ void put(const Xyzz<F>& acc, bool starts, bool ends, bool any,
                                         uint32_t k, uint32_t c, uint64_t t,
@@ -222,10 +218,7 @@ struct Flush {
         const uint32_t half = 1u << (c - 1);
         const uint32_t mask = (1u << c) - 1;
         if (starts && ends) {
-            if (any) {
-                Xyzz<F>* b = buckets + (uint64_t)(k >> c) * half + (k & mask);
-                st(b, add ? cuzk::xyzz_add(ld(b), acc) : acc);
-            }
+            if (any) st(buckets + (uint64_t)(k >> c) * half + (k & mask), acc);
         } else if (!starts) {
             if (any && out_pts != nullptr) st(out_pts + 2 * t, acc);
             head_key = k | (any ? 0u : kInvalid);
@@ -248,9 +241,7 @@ struct Flush {
     }
 };
 
-// Add: whole buckets are added to the bucket array (see Flush), a separate
-// instantiation so that the storing one stays as lean as before.
-template <class F, class Src, int MinBlocks, bool Add>
+template <class F, class Src, int MinBlocks>
 __global__ void __launch_bounds__(kThreads, MinBlocks)
     accumulate_kernel(Src src, uint64_t len, uint32_t chunk, uint32_t c,
                       Xyzz<F>* __restrict__ buckets, uint32_t* __restrict__ out_keys,
@@ -263,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
     const uint32_t mask = (1u << c) - 1;
     const uint32_t k_first = src.key(begin);
     const bool continues = begin > 0 && src.key(begin - 1) == k_first;
-    Flush out(Add);
+    Flush out;
     // One flat loop (every lane adds one entry an iteration, so a warp's
     // lanes stay converged through the additions); a run is flushed when the
     // next key differs or the chunk ends.
@@ -403,7 +394,7 @@ __device__ __forceinline__ void add_smem(const A& a, const Q& q) {
 
 // Level 0 as accumulate_kernel over PairSource, with the accumulator in
 // shared memory (SmemAcc): fewer live registers, for G2's spills.
-template <class F, int MinBlocks, bool Add>
+template <class F, int MinBlocks>
 __global__ void __launch_bounds__(kThreads, MinBlocks)
     level0_smem_kernel(PairSource<F> src, uint64_t len, uint32_t chunk, uint32_t c,
                        Xyzz<F>* __restrict__ buckets, uint32_t* __restrict__ out_keys,
@@ -418,7 +409,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks)
     const uint32_t mask = (1u << c) - 1;
     const uint32_t k_first = src.key(begin);
     const bool continues = begin > 0 && src.key(begin - 1) == k_first;
-    Flush out(Add);
+    Flush out;
     bool fresh = true;  // the accumulator is the identity
     bool any = false;
     bool starts = !continues;

@@ -86,11 +86,6 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
                               "without indices)",
                               input->scalars_indexed,
                               input->indices == nullptr ? "without indices" : "");
-        if (input->add_to_buckets > 1 || input->reserved != 0)
-            return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
-                              "cuzk_msm_accumulate: add_to_buckets = %u, reserved = %u (give 0 "
-                              "or 1, and 0)",
-                              input->add_to_buckets, input->reserved);
         if (n > 0 && (input->bases == nullptr || input->scalars == nullptr))
             return cuzk::fail(CUZK_ERR_INVALID_ARGUMENT, 0,
                               "cuzk_msm_accumulate: null device pointer");
@@ -116,10 +111,10 @@ cuzk_status cuzk_msm_accumulate(int32_t device, const cuzk_msm_plan* plan,
         if (p.curve == CUZK_MSM_G1)
             return accumulate<Fp>(p, static_cast<const Affine<Fp>*>(input->bases), stride,
                                   scalars, input->indices, input->scalars_indexed != 0, n, p.c,
-                                  input->part, input->add_to_buckets != 0, base, profile, st);
+                                  input->part, base, profile, st);
         return accumulate<Fp2>(p, static_cast<const Affine<Fp2>*>(input->bases), stride, scalars,
                                input->indices, input->scalars_indexed != 0, n, p.c, input->part,
-                               input->add_to_buckets != 0, base, profile, st);
+                               base, profile, st);
     });
 }
 

@@ -64,7 +64,7 @@ struct Profile {
 template <class F>
 cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, const Fr* scalars,
                        const uint32_t* indices, bool scalars_indexed, uint64_t n, uint32_t c,
-                       uint32_t part, bool add, char* scratch,
+                       uint32_t part, char* scratch,
                        cuzk_msm_profile* profile, cudaStream_t stream) {
     using X = Xyzz<F>;
     auto* keys_in = reinterpret_cast<uint32_t*>(scratch + p.keys_in);
@@ -73,9 +73,8 @@ cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, c
     auto* vals_out = reinterpret_cast<uint32_t*>(scratch + p.vals_out);
     auto* buckets = reinterpret_cast<X*>(scratch + p.buckets + part * p.bucket_bytes);
     // Part 0 clears every part's buckets (identities), so that a part never
-    // accumulated adds nothing instead of stale memory; a call that adds
-    // into its part's buckets keeps them.
-    if (part == 0 && !add)
+    // accumulated adds nothing instead of stale memory.
+    if (part == 0)
         CUZK_CUDA_TRY(cudaMemsetAsync(scratch + p.buckets, 0, p.parts * p.bucket_bytes, stream));
     uint32_t* list_keys[2] = {reinterpret_cast<uint32_t*>(scratch + p.list_a_keys),
                               reinterpret_cast<uint32_t*>(scratch + p.list_b_keys)};
@@ -112,15 +111,10 @@ cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, c
             // G2's accumulator spilled. G1 runs at most 168 registers a
             // thread (3 blocks of 128 an SM), G2 at 255 (2 blocks).
             constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
-            const auto grid = (unsigned)ceil_div(threads, kThreads);
-            uint32_t* keys = threads > 1 ? list_keys[cur] : nullptr;
-            X* pts = threads > 1 ? list_pts[cur] : nullptr;
-            if (add)
-                level0_smem_kernel<F, kMinBlocks, true>
-                    <<<grid, kThreads, 0, stream>>>(src, len, kChunk0, c, buckets, keys, pts);
-            else
-                level0_smem_kernel<F, kMinBlocks, false>
-                    <<<grid, kThreads, 0, stream>>>(src, len, kChunk0, c, buckets, keys, pts);
+            level0_smem_kernel<F, kMinBlocks>
+                <<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
+                src, len, kChunk0, c, buckets, threads > 1 ? list_keys[cur] : nullptr,
+                threads > 1 ? list_pts[cur] : nullptr);
             CUZK_CUDA_TRY(cudaGetLastError());
         }
         CUZK_TRY(prof.mark(&cuzk_msm_profile::level0_ms));
@@ -129,15 +123,10 @@ cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, c
             threads = ceil_div(len, kChunkN);
             PartialSource<F> src{list_keys[cur], list_pts[cur]};
             const int next = cur ^ 1;
-            const auto grid = (unsigned)ceil_div(threads, kThreads);
-            uint32_t* keys = threads > 1 ? list_keys[next] : nullptr;
-            X* pts = threads > 1 ? list_pts[next] : nullptr;
-            if (add)
-                accumulate_kernel<F, PartialSource<F>, 1, true>
-                    <<<grid, kThreads, 0, stream>>>(src, len, kChunkN, c, buckets, keys, pts);
-            else
-                accumulate_kernel<F, PartialSource<F>, 1, false>
-                    <<<grid, kThreads, 0, stream>>>(src, len, kChunkN, c, buckets, keys, pts);
+            accumulate_kernel<F, PartialSource<F>, 1>
+                <<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
+                src, len, kChunkN, c, buckets, threads > 1 ? list_keys[next] : nullptr,
+                threads > 1 ? list_pts[next] : nullptr);
             CUZK_CUDA_TRY(cudaGetLastError());
             cur = next;
         }

@@ -890,38 +890,6 @@ fn check_streamed<P: MsmCurve>(
         );
         let peak = e.memory().budget().peak_claimed_bytes();
         assert!(peak <= cap, "{what}: peak {peak} > cap {cap}");
-        // Dense device scalars (WitnessShaped::Never, as H's MSM runs): the
-        // chunks add into one bucket array, reduced once.
-        let d = capped(cap)
-            .with_config(MsmConfig {
-                witness_shaped: WitnessShaped::Never,
-                ..MsmConfig::default()
-            })
-            .unwrap();
-        assert_eq!(
-            d.msm_streamed_device(&pinned, &on_gpu, 0..n)
-                .unwrap()
-                .into_affine(),
-            want,
-            "{what}, dense device scalars, one bucket array"
-        );
-        let bits_on_gpu = on_device(g, &bits);
-        assert_eq!(
-            d.msm_streamed_device(&b, &bits_on_gpu, 0..n)
-                .unwrap()
-                .into_affine(),
-            want_bits,
-            "{what}, 0/1 scalars as dense, one bucket array"
-        );
-        assert_eq!(
-            d.msm_streamed_device_gathered(&pinned, &odd, &odd_on_gpu, 0..odd.len())
-                .unwrap()
-                .into_affine(),
-            want_odd,
-            "{what}, dense, gathered out of order, one bucket array"
-        );
-        let peak = d.memory().budget().peak_claimed_bytes();
-        assert!(peak <= cap, "{what}, dense: peak {peak} > cap {cap}");
         report(&format!("msm: {what}, streamed bases, equals blst"));
     }
     // GpuMsm::msm with bases larger than the budget streams them.

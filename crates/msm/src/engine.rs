@@ -350,7 +350,7 @@ impl GpuMsm {
     /// The plan of an MSM of `n` entries and its chunk (see
     /// [`plan::choose`]): the fastest that fits the budget with
     /// `bytes_per_point` for each point of a chunk beside the scratch.
-    pub(crate) fn choose_plan<P: MsmCurve>(
+    fn choose_plan<P: MsmCurve>(
         &self,
         n: usize,
         precomputed: Option<u32>,
@@ -419,10 +419,11 @@ impl GpuMsm {
                     let input = sys::cuzk_msm_part {
                         bases: bases.wrapping_add(first * point).cast(),
                         scalars: s.as_ptr().cast(),
+                        indices: std::ptr::null(),
                         stride: stride as u64,
                         n: s.len() as u64,
                         part,
-                        ..Default::default()
+                        scalars_indexed: 0,
                     };
                     // SAFETY: `bases` holds the points [first, first + s.len())
                     // (each of the W copies, `stride` apart, when precomputed)
@@ -752,57 +753,90 @@ impl GpuMsm {
     ) -> Result<Projective<P>> {
         let choice = self.choose_plan::<P>(m, precomputed, false, 0)?;
         let point = std::mem::size_of::<Affine<P>>();
-        let stride = if choice.plan.precomputed != 0 {
-            stride as u64
-        } else {
-            0
-        };
-        let inputs: Vec<sys::cuzk_msm_part> = (0..m)
-            .step_by(choice.chunk)
-            .map(|lo| {
-                let len = choice.chunk.min(m - lo);
-                // Entries [lo, lo + len): their indices, and the points and
-                // scalars they name (absolute indices name them wherever
-                // they are; without indices the chunk's own start does).
-                let (b, s, i) = if indices.is_null() {
-                    (
-                        bases.wrapping_add(lo * point),
-                        scalars.wrapping_add(lo),
-                        indices,
-                    )
+        let mut total = Projective::<P>::default();
+        for lo in (0..m).step_by(choice.chunk) {
+            let len = choice.chunk.min(m - lo);
+            // Entries [lo, lo + len): their indices, and the points and
+            // scalars they name (absolute indices name them wherever they
+            // are; without indices the chunk's own start does).
+            let (b, s, i) = if indices.is_null() {
+                (
+                    bases.wrapping_add(lo * point),
+                    scalars.wrapping_add(lo),
+                    indices,
+                )
+            } else {
+                let s = if scalars_indexed {
+                    scalars
                 } else {
-                    let s = if scalars_indexed {
-                        scalars
-                    } else {
-                        scalars.wrapping_add(lo)
-                    };
-                    (bases, s, indices.wrapping_add(lo))
+                    scalars.wrapping_add(lo)
                 };
-                sys::cuzk_msm_part {
-                    bases: b.cast(),
-                    scalars: s.cast(),
-                    indices: i,
-                    stride,
-                    n: len as u64,
-                    scalars_indexed: u32::from(scalars_indexed && !i.is_null()),
-                    ..Default::default()
-                }
-            })
-            .collect();
-        let mut series = self.series::<P>(&choice.plan)?;
-        for input in &inputs {
-            // SAFETY: `scalars` and `bases` (each of the W copies, `stride`
-            // apart, when precomputed) hold every index of `indices` (from a
-            // classification of these scalars), or the `m` entries of each
-            // when it is null, on this device, for as long as this call.
-            unsafe { series.add(input)? };
+                (bases, s, indices.wrapping_add(lo))
+            };
+            total += self.run_part::<P>(&choice.plan, b, stride, s, i, scalars_indexed, len)?;
         }
-        series.finish(m)
+        Ok(total)
+    }
+
+    /// One run of a plan over `len` device-resident entries in one part
+    /// (see [`GpuMsm::run_indexed`]).
+    #[allow(clippy::too_many_arguments)] // one internal driver, every field used
+    fn run_part<P: MsmCurve>(
+        &self,
+        plan: &sys::cuzk_msm_plan,
+        bases: *const u8,
+        stride: usize,
+        scalars: *const Fr,
+        indices: *const u32,
+        scalars_indexed: bool,
+        len: usize,
+    ) -> Result<Projective<P>> {
+        let e = &self.e;
+        let plan = *plan;
+        let merged = plan.precomputed != 0;
+        let bytes = plan.scratch.total;
+        let mut profile = self.config.profile.then(sys::cuzk_msm_profile::default);
+        let profile_ptr: *mut sys::cuzk_msm_profile = profile
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |p| p as *mut _);
+        let mut scratch = self.alloc::<u8>(bytes as usize, &e.stream)?;
+        let sums = (|| -> Result<Vec<Xyzz<P>>> {
+            let input = sys::cuzk_msm_part {
+                bases: bases.cast(),
+                scalars: scalars.cast(),
+                indices,
+                stride: if merged { stride as u64 } else { 0 },
+                n: len as u64,
+                part: 0,
+                scalars_indexed: u32::from(scalars_indexed && !indices.is_null()),
+            };
+            // SAFETY: `scalars` and `bases` (each of the W copies, `stride`
+            // apart, when precomputed) hold every index of `indices` (from
+            // a classification of these scalars), or `len` of each when it
+            // is null, on this device; `scratch` the plan's scratch.total
+            // bytes. Queued on the engine's stream; finish waits, and on
+            // error `waited` waits before the buffers drop. `profile_ptr`
+            // is null or points at `profile`, alive here.
+            check(unsafe {
+                sys::cuzk_msm_accumulate(
+                    e.mem.device(),
+                    &plan,
+                    &input,
+                    scratch.as_mut_ptr().cast(),
+                    bytes,
+                    profile_ptr,
+                    e.stream.as_raw(),
+                )
+            })?;
+            self.finish::<P>(&plan, &mut scratch, profile_ptr)
+        })();
+        let sums = self.waited(sums)?;
+        self.conclude(&plan, &sums, profile.as_ref(), len, merged)
     }
 
     /// A dense MSM over host scalars in chunks of `choice.chunk` (or in one
-    /// part when the plan has one): each chunk's scalars go up and add into
-    /// the plan's one bucket array ([`crate::series::Series`]), reduced once.
+    /// part when the plan has one): each chunk's scalars go up and run with
+    /// the plan, and the sums are added.
     fn run_chunks<P: MsmCurve>(
         &self,
         bases: *const u8,
@@ -812,38 +846,26 @@ impl GpuMsm {
     ) -> Result<Projective<P>> {
         let e = &self.e;
         let point = std::mem::size_of::<Affine<P>>();
-        let stride = if choice.plan.precomputed != 0 {
-            stride as u64
-        } else {
-            0
-        };
-        let mut series = self.series::<P>(&choice.plan)?;
+        let mut total = Projective::<P>::default();
         for (k, part) in scalars.chunks(choice.chunk).enumerate() {
             let lo = k * choice.chunk;
             let mut s = self.alloc::<Fr>(part.len(), &e.stream)?;
             e.copies.upload(&mut s, part)?;
-            let input = sys::cuzk_msm_part {
-                bases: bases.wrapping_add(lo * point).cast(),
-                scalars: s.as_ptr().cast(),
+            total += self.run_part::<P>(
+                &choice.plan,
+                bases.wrapping_add(lo * point),
                 stride,
-                n: part.len() as u64,
-                ..Default::default()
-            };
-            // SAFETY: `bases` holds the points [lo, lo + part.len()) (each of
-            // the W copies, `stride` apart, when precomputed) and `s` as many
-            // scalars, on this device; `s` lives until the stream has run
-            // the work (waited for below).
-            let r = unsafe { series.add(&input) };
-            // This chunk's scalars drop next: their kernels first.
-            let w = e.stream.synchronize();
-            r?;
-            w?;
+                s.as_ptr(),
+                std::ptr::null(),
+                false,
+                part.len(),
+            )?;
         }
-        series.finish(scalars.len())
+        Ok(total)
     }
 
     /// cuzk_msm_finish into host window sums (waits for the stream).
-    pub(crate) fn finish<P: MsmCurve>(
+    fn finish<P: MsmCurve>(
         &self,
         plan: &sys::cuzk_msm_plan,
         scratch: &mut DeviceBuffer<u8>,
@@ -885,7 +907,7 @@ impl GpuMsm {
 
     /// The MSM from its window sums: the profile emitted, every sum checked
     /// to be a consistent XYZZ point, Horner's rule.
-    pub(crate) fn conclude<P: MsmCurve>(
+    fn conclude<P: MsmCurve>(
         &self,
         plan: &sys::cuzk_msm_plan,
         sums: &[Xyzz<P>],

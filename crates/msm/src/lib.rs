@@ -32,7 +32,6 @@ pub mod cpu;
 mod engine;
 mod fixed;
 mod plan;
-mod series;
 mod streamed;
 #[allow(unreachable_pub)] // generated bindings, crate-private
 mod sys;

@@ -308,10 +308,6 @@ impl GpuMsm {
 
     /// [`GpuMsm::stream`] of `bases` (or the bases `indices` of them)
     /// against the device scalars from `first` on, one a streamed base.
-    /// Dense scalars ([`crate::WitnessShaped::Never`]) accumulate chunk
-    /// after chunk into one bucket array, reduced once
-    /// ([`crate::series::Series`]); otherwise each chunk is an MSM of its
-    /// own (classified on the device) and the sums are added.
     fn stream_device<P: MsmCurve>(
         &self,
         bases: &[Affine<P>],
@@ -319,9 +315,6 @@ impl GpuMsm {
         scalars: &DeviceBuffer<Fr>,
         first: usize,
     ) -> Result<Projective<P>> {
-        if self.config.witness_shaped == crate::WitnessShaped::Never {
-            return self.stream_device_series(bases, indices, scalars, first);
-        }
         self.stream(bases, indices, |g, chunk, at| {
             g.run_device::<P>(
                 chunk,
@@ -333,73 +326,6 @@ impl GpuMsm {
         })
     }
 
-    /// [`GpuMsm::stream_device`] for dense scalars: one plan for the
-    /// chunks, chosen when the first chunk is up and its successor's buffer
-    /// taken (so that it fits beside both), and each chunk's points added
-    /// into its one bucket array; the buckets are reduced once at the end.
-    fn stream_device_series<P: MsmCurve>(
-        &self,
-        bases: &[Affine<P>],
-        indices: Option<&[u32]>,
-        scalars: &DeviceBuffer<Fr>,
-        first: usize,
-    ) -> Result<Projective<P>> {
-        check_range(
-            scalars,
-            &(first..first + indices.map_or(bases.len(), <[u32]>::len)),
-        )?;
-        if scalars.stream().device() != self.e.mem.device() {
-            return Err(Error::InvalidArgument(format!(
-                "device-resident scalars on GPU {}, bases on GPU {}: give scalars on the \
-                 bases' GPU",
-                scalars.stream().device(),
-                self.e.mem.device()
-            )));
-        }
-        // The scalars' writes may be queued on their own stream.
-        scalars.stream().synchronize()?;
-        let n = indices.map_or(bases.len(), <[u32]>::len);
-        let point = std::mem::size_of::<Affine<P>>();
-        let mut series: Option<(crate::series::Series<'_, P>, usize)> = None;
-        // Each chunk adds into `series`; the chunks' own sums are identities.
-        let _ = self.stream(bases, indices, |_, chunk, at| {
-            if series.is_none() {
-                // Sized for this chunk (every chunk but the last has its
-                // length), from what the two chunk buffers left; one part.
-                let choice = self.choose_plan::<P>(at.len(), None, false, 0)?;
-                series = Some((self.series::<P>(&choice.plan)?, choice.chunk));
-            }
-            let (s, step) = series.as_mut().expect("set above");
-            let r = (|| -> Result<()> {
-                for lo in (0..at.len()).step_by(*step) {
-                    let len = (*step).min(at.len() - lo);
-                    let input = sys::cuzk_msm_part {
-                        bases: chunk.wrapping_add(lo * point).cast(),
-                        scalars: scalars.as_ptr().wrapping_add(first + at.start + lo).cast(),
-                        n: len as u64,
-                        ..Default::default()
-                    };
-                    // SAFETY: `chunk` holds the chunk's points (device
-                    // memory of this GPU) and `scalars` its scalars from
-                    // `first + at.start` on (range checked above); both live
-                    // until the stream has run the work, waited for below.
-                    unsafe { s.add(&input)? };
-                }
-                Ok(())
-            })();
-            // The chunk's buffer takes the next chunk but one: its kernels
-            // first.
-            let w = self.e.stream.synchronize();
-            r?;
-            w?;
-            Ok(Projective::default())
-        })?;
-        match series.as_mut() {
-            Some((s, _)) => s.finish(n),
-            None => Ok(Projective::default()),
-        }
-    }
-
     /// `bases` up in chunks (see [`GpuMsm::msm_streamed`]), or with
     /// `indices` the bases `indices[j]` in that order (gathered on the
     /// host); `run(engine, chunk, range)` is the MSM, on `engine`, of the
@@ -409,7 +335,7 @@ impl GpuMsm {
         &self,
         bases: &[Affine<P>],
         indices: Option<&[u32]>,
-        run: impl FnMut(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
+        run: impl Fn(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
     ) -> Result<Projective<P>> {
         self.stream_within(bases, indices, u64::MAX, run)
     }
@@ -421,7 +347,7 @@ impl GpuMsm {
         bases: &[Affine<P>],
         indices: Option<&[u32]>,
         most: u64,
-        mut run: impl FnMut(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
+        run: impl Fn(&GpuMsm, *const u8, Range<usize>) -> Result<Projective<P>>,
     ) -> Result<Projective<P>> {
         let n = indices.map_or(bases.len(), <[u32]>::len);
         if n == 0 {

@@ -186,12 +186,10 @@ pub struct cuzk_msm_part {
     pub n: u64,
     pub part: u32,
     pub scalars_indexed: u32,
-    pub add_to_buckets: u32,
-    pub reserved: u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cuzk_msm_part"][::core::mem::size_of::<cuzk_msm_part>() - 56usize];
+    ["Size of cuzk_msm_part"][::core::mem::size_of::<cuzk_msm_part>() - 48usize];
     ["Alignment of cuzk_msm_part"][::core::mem::align_of::<cuzk_msm_part>() - 8usize];
     ["Offset of field: cuzk_msm_part::bases"]
         [::core::mem::offset_of!(cuzk_msm_part, bases) - 0usize];
@@ -206,10 +204,6 @@ const _: () = {
         [::core::mem::offset_of!(cuzk_msm_part, part) - 40usize];
     ["Offset of field: cuzk_msm_part::scalars_indexed"]
         [::core::mem::offset_of!(cuzk_msm_part, scalars_indexed) - 44usize];
-    ["Offset of field: cuzk_msm_part::add_to_buckets"]
-        [::core::mem::offset_of!(cuzk_msm_part, add_to_buckets) - 48usize];
-    ["Offset of field: cuzk_msm_part::reserved"]
-        [::core::mem::offset_of!(cuzk_msm_part, reserved) - 52usize];
 };
 impl Default for cuzk_msm_part {
     fn default() -> Self {

@@ -110,13 +110,6 @@ typedef struct cuzk_msm_part {
     uint64_t n;      /* entries of this part, at most the plan's plan_n */
     uint32_t part;   /* which bucket array, below the plan's parts */
     uint32_t scalars_indexed; /* 0 or 1 (see above); 0 without indices */
-    /* 0: the part's bucket sums replace what its array held (part 0 clears
-     * every array first); 1: they are added to what it holds, so that a
-     * series of calls over one part (a streamed MSM's chunks of bases, each
-     * chunk's points at `bases` in turn) is reduced by one cuzk_msm_finish.
-     * Calls of one series must not overlap on the device (one stream). */
-    uint32_t add_to_buckets;
-    uint32_t reserved; /* 0 */
 } cuzk_msm_part;
 
 /* Device time of an MSM's phases (milliseconds, CUDA events), filled when a
@@ -167,8 +160,6 @@ cuzk_status cuzk_msm_precompute(int32_t device, uint32_t curve, const void* base
  * least plan->scratch.total bytes; with precomputed bases every part has
  * stride != 0, with plain ones stride = 0. Part 0 comes first (it clears
  * every part's buckets); a part never accumulated contributes nothing.
- * Later calls with add_to_buckets = 1 add more points into a part's
- * buckets (see cuzk_msm_part), one reduction for them all.
  *
  * cuzk_msm_accumulate queues (does not wait for) the digits, sort and
  * bucket sums of one part (see cuzk_msm_part).
