@@ -16,7 +16,43 @@
 using cuzk::guard;
 using cuzk::ok;
 
+namespace {
+
+// Loads every kernel of this file for curve F: under CUDA's lazy loading
+// (the default since CUDA 12.2) a kernel's code is loaded, into device
+// memory, at its first launch, unless cudaFuncGetAttributes asks for it
+// first (CUDA C++ Programming Guide, "Lazy Loading").
+template <class F>
+cuzk_status load_kernels() {
+    constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
+    cudaFuncAttributes a;
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, level0_smem_kernel<F, kMinBlocks>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, accumulate_kernel<F, PartialSource<F>, 1>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, segments_smem_kernel<F>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, combine_levels_kernel<F>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, group_sum_kernel<F>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, buckets_add_kernel<F>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, shift_kernel<F>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, sum_indexed_kernel<F, kMinBlocks>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, range_sum_kernel<F>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, masked_sum_kernel<F, kMinBlocks>));
+    return ok();
+}
+
+}  // namespace
+
 extern "C" {
+
+cuzk_status cuzk_msm_load_kernels(int32_t device) {
+    return guard("cuzk_msm_load_kernels", [&]() -> cuzk_status {
+        CUZK_CUDA_TRY(cudaSetDevice(device));
+        cudaFuncAttributes a;
+        CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, digits_kernel));
+        const cuzk_status s = load_kernels<Fp>();
+        if (s.code != CUZK_OK) return s;
+        return load_kernels<Fp2>();
+    });
+}
 
 cuzk_status cuzk_msm_plan_make(int32_t device, const cuzk_msm_plan_request* request,
                                cuzk_msm_plan* plan) {

@@ -6,6 +6,7 @@
 
 extern "C" {
 
+cuzk_status cuzk_msm_load_kernels(int32_t) { return cuzk::no_cuda_build("cuzk_msm_load_kernels"); }
 cuzk_status cuzk_msm_plan_make(int32_t, const cuzk_msm_plan_request*, cuzk_msm_plan*) { return cuzk::no_cuda_build("cuzk_msm_plan_make"); }
 cuzk_status cuzk_msm_precompute(int32_t, uint32_t, const void*, uint64_t, uint32_t, void*, void*) { return cuzk::no_cuda_build("cuzk_msm_precompute"); }
 cuzk_status cuzk_msm_accumulate(int32_t, const cuzk_msm_plan*, const cuzk_msm_part*, void*, uint64_t, cuzk_msm_profile*, void*) { return cuzk::no_cuda_build("cuzk_msm_accumulate"); }

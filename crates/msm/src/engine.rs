@@ -118,12 +118,21 @@ impl GpuMsm {
     /// [`cuzk_alloc::Stream::with_priority`]): an engine whose short
     /// kernels run beside another engine's long ones (the witness MSMs
     /// beside H's in a Groth16 proof) gets its blocks scheduled first.
+    /// Every engine loads the code of all MSM kernels onto its device when
+    /// it is made (each kernel once a process), so that no later MSM grows
+    /// device memory by loading one.
     ///
     /// # Errors
     /// As [`GpuMsm::new`].
     pub fn with_memory_priority(mem: Arc<DeviceMemory>, high: bool) -> Result<Self> {
         let stream = Stream::with_priority(mem.device(), high)?;
         let copy_stream = Stream::with_priority(mem.device(), high)?;
+        // Every MSM kernel's code onto the device now rather than at its
+        // first launch (CUDA's lazy loading), so that device memory stays
+        // flat from here on: a warm-up that skipped a path (a witness pass,
+        // say) leaves nothing to load mid-batch.
+        // SAFETY: no pointers; the device's streams exist (created above).
+        check(unsafe { sys::cuzk_msm_load_kernels(mem.device()) })?;
         Ok(GpuMsm {
             e: Arc::new(Engine {
                 mem,

@@ -239,6 +239,9 @@ const _: () = {
         [::core::mem::offset_of!(cuzk_msm_profile, reduce_ms) - 32usize];
 };
 unsafe extern "C" {
+    pub fn cuzk_msm_load_kernels(device: i32) -> cuzk_status;
+}
+unsafe extern "C" {
     pub fn cuzk_msm_plan_make(
         device: i32,
         request: *const cuzk_msm_plan_request,

@@ -124,6 +124,13 @@ typedef struct cuzk_msm_profile {
     double reduce_ms;  /* the parts' buckets added and reduced to window sums */
 } cuzk_msm_profile;
 
+/* Loads the code of every MSM kernel onto `device` now. CUDA loads a kernel
+ * at its first launch (lazy loading, the default since CUDA 12.2), and its
+ * code takes device memory then: a process that must see device memory flat
+ * after a warm-up (a proving daemon, a batch's memory check) loads them all
+ * up front, whatever path its first proofs took. Idempotent. */
+cuzk_status cuzk_msm_load_kernels(int32_t device);
+
 /* Makes the plan of an MSM on `device` (the radix sort's storage depends on
  * it) for `request`. Invalid requests give CUZK_ERR_INVALID_ARGUMENT with
  * the reason. */
