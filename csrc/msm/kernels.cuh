@@ -60,6 +60,11 @@ constexpr uint32_t kInvalid = 0x80000000u;  // key flag: an empty partial
 constexpr uint32_t kChunk0 = 64;             // sorted pairs per thread, level 0
 constexpr uint32_t kChunkN = 16;             // partials per thread, later levels
 constexpr uint32_t kThreads = 128;           // threads per block, accumulation
+// Blocks of kThreads an SM the accumulation kernels are built for
+// (__launch_bounds__): G1 at most 168 registers a thread (3 blocks), G2 at
+// 255 (2 blocks).
+template <class F>
+constexpr int kMinBlocksOf = sizeof(F) == sizeof(Fp) ? 3 : 2;
 // Bucket reduction: segments of kSegment buckets a thread; each level
 // divides the points a window by kSegment (2^23 buckets: at most 6 levels).
 constexpr uint32_t kSegment = 16;

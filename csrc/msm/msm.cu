@@ -24,18 +24,17 @@ namespace {
 // first (CUDA C++ Programming Guide, "Lazy Loading").
 template <class F>
 cuzk_status load_kernels() {
-    constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
     cudaFuncAttributes a;
-    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, level0_smem_kernel<F, kMinBlocks>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, level0_smem_kernel<F, kMinBlocksOf<F>>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, accumulate_kernel<F, PartialSource<F>, 1>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, segments_smem_kernel<F>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, combine_levels_kernel<F>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, group_sum_kernel<F>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, buckets_add_kernel<F>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, shift_kernel<F>));
-    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, sum_indexed_kernel<F, kMinBlocks>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, sum_indexed_kernel<F, kMinBlocksOf<F>>));
     CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, range_sum_kernel<F>));
-    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, masked_sum_kernel<F, kMinBlocks>));
+    CUZK_CUDA_TRY(cudaFuncGetAttributes(&a, masked_sum_kernel<F, kMinBlocksOf<F>>));
     return ok();
 }
 

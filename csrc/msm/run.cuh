@@ -108,10 +108,8 @@ cuzk_status accumulate(const Plan& p, const Affine<F>* bases, uint64_t stride, c
             PairSource<F> src{keys_out, vals_out, bases};
             // The accumulator lives in shared memory (level0_smem_kernel),
             // faster than in registers for both curves (BENCHMARKS.md) as
-            // G2's accumulator spilled. G1 runs at most 168 registers a
-            // thread (3 blocks of 128 an SM), G2 at 255 (2 blocks).
-            constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
-            level0_smem_kernel<F, kMinBlocks>
+            // G2's accumulator spilled.
+            level0_smem_kernel<F, kMinBlocksOf<F>>
                 <<<(unsigned)ceil_div(threads, kThreads), kThreads, 0, stream>>>(
                 src, len, kChunk0, c, buckets, threads > 1 ? list_keys[cur] : nullptr,
                 threads > 1 ? list_pts[cur] : nullptr);

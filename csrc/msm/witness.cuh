@@ -174,8 +174,7 @@ cuzk_status sum_indexed(const Affine<F>* bases, const uint32_t* idx, uint64_t co
     }
     X* buf[2] = {reinterpret_cast<X*>(scratch),
                  reinterpret_cast<X*>(scratch + align_up(p.partials * sizeof(X)))};
-    constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
-    sum_indexed_kernel<F, kMinBlocks>
+    sum_indexed_kernel<F, kMinBlocksOf<F>>
         <<<(unsigned)ceil_div(p.partials, kThreads), kThreads, 0, stream>>>(bases, idx, count,
                                                                             p.chunk, buf[0]);
     CUZK_CUDA_TRY(cudaGetLastError());
@@ -328,10 +327,9 @@ cuzk_status masked_accumulate(const Affine<F>* bases, uint64_t count, const uint
                               bool first, char* scratch, cudaStream_t stream) {
     const uint64_t words = ceil_div(count, 64);
     const uint64_t per = words == 0 ? 1 : ceil_div(words, kMaskedPartials);
-    constexpr int kMinBlocks = sizeof(F) == sizeof(Fp) ? 3 : 2;
     const uint64_t point = sizeof(Xyzz<F>);
     const dim3 grid((unsigned)ceil_div(kMaskedPartials, kThreads), (unsigned)masked_groups(sets));
-    masked_sum_kernel<F, kMinBlocks><<<grid, kThreads, 0, stream>>>(
+    masked_sum_kernel<F, kMinBlocksOf<F>><<<grid, kThreads, 0, stream>>>(
         bases, count, masks, sets, mask_words, first_word, per, first,
         reinterpret_cast<Xyzz<F>*>(scratch),
         reinterpret_cast<uint4*>(scratch + masked_partials_bytes(sets, point) +
