@@ -115,6 +115,16 @@ fn gpu_kernel_ms<A: DeviceRepr, B: DeviceRepr>(
     Ok(f64::from(ms))
 }
 
+/// `n` elements of `pool` taken with stride 7 from element `s` on,
+/// cycling (drawn on all cores): operands from a small pool of random
+/// points.
+fn cycle<T: Copy + Send + Sync>(pool: &[T], n: usize, s: usize) -> Vec<T> {
+    (0..n)
+        .into_par_iter()
+        .map(|i| pool[(i * 7 + s) % pool.len()])
+        .collect()
+}
+
 /// The field layer: Fr/Fp/Fp2 arithmetic, G1/G2 additions.
 pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     let smoke = run.size == Size::Smoke;
@@ -173,19 +183,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
     let pool = n.min(1 << 12);
     let g1: Vec<G1Affine> = run.random_chunked(STREAM + 10, pool, 16, G1Affine::rand);
     let g2: Vec<G2Affine> = run.random_chunked(STREAM + 11, pool, 16, G2Affine::rand);
-    let rep1 = |s: usize| {
-        (0..n)
-            .into_par_iter()
-            .map(|i| g1[(i * 7 + s) % pool])
-            .collect::<Vec<_>>()
-    };
-    let rep2 = |s: usize| {
-        (0..n)
-            .into_par_iter()
-            .map(|i| g2[(i * 7 + s) % pool])
-            .collect::<Vec<_>>()
-    };
-    let (p1, q1) = (rep1(0), rep1(1));
+    let (p1, q1) = (cycle(&g1, n, 0), cycle(&g1, n, 1));
     let jp1: Vec<G1Projective> = p1.par_iter().map(|p| p.into_group().double()).collect();
     let a1: Vec<G1Xyzz> = p1
         .par_iter()
@@ -222,7 +220,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record) -> Result<()> {
         |i| jp1[i] + jq1[i],
         |i| jp1[i] + jq1[i],
     )?;
-    let (p2, q2) = (rep2(0), rep2(1));
+    let (p2, q2) = (cycle(&g2, n, 0), cycle(&g2, n, 1));
     let jp2: Vec<G2Projective> = p2.par_iter().map(|p| p.into_group().double()).collect();
     let a2: Vec<G2Xyzz> = p2
         .par_iter()
