@@ -720,8 +720,9 @@ fn gpu_witness_shaped_large() {
 /// Under device-memory caps that the full plan does not fit, a 2^22 G1 MSM
 /// shrinks its plan (windows a batch, parts, window, chunks of points) and
 /// still equals blst, within the cap; a witness-shaped one under the
-/// smallest cap too; below the smallest plan it is an out-of-memory error
-/// that names it.
+/// smallest cap too, and under a cap with no room for its scalars
+/// (classified on the host); below the smallest plan it is an
+/// out-of-memory error that names it.
 #[test]
 #[ignore = "needs a GPU"]
 fn gpu_msm_shrinks_to_the_budget() {
@@ -764,6 +765,22 @@ fn gpu_msm_shrinks_to_the_budget() {
             full >> 20
         ));
     }
+    // No room for the witness-shaped scalars beside the bases (8 bytes a
+    // scalar where copying them in takes 36): the host classifies them and
+    // only the indices go up.
+    let cap = bases + 8 * n as u64;
+    let lean = engine(cap, MsmConfig::default());
+    let fixed_lean = lean.upload_bases(&b).unwrap();
+    assert_eq!(
+        fixed_lean.msm(&bits).unwrap().into_affine(),
+        want_bits,
+        "witness-shaped, classified on the host"
+    );
+    let peak = lean.memory().budget().peak_claimed_bytes();
+    assert!(
+        peak <= cap,
+        "classified on the host: peak {peak} > cap {cap}"
+    );
     let g = engine(bases + (1 << 20), dense);
     let fixed = g.upload_bases(&b).unwrap();
     match fixed.msm(&s) {

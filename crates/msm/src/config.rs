@@ -34,9 +34,12 @@ pub struct MsmConfig {
     /// classified on the device, a 0 costs nothing, the points of the
     /// scalars equal to 1 are summed with one mixed addition each, and only
     /// the rest go through Pippenger, so the time follows the number of
-    /// scalars that are neither. The scalars go up in one piece
+    /// scalars that are neither. Host scalars go up in one piece
     /// ([`MsmConfig::split`] does not apply); device memory: 4 bytes a
-    /// scalar for the indices, and a plan for the rest only.
+    /// scalar for the indices beside the scalars, and a plan for the rest
+    /// only. When the budget has no room for host scalars and their
+    /// indices, the host's threads classify them and only the indices and
+    /// the rest's scalars go up.
     pub witness_shaped: WitnessShaped,
 }
 

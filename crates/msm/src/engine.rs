@@ -536,10 +536,16 @@ impl GpuMsm {
         )
     }
 
-    /// A witness-shaped MSM over host scalars: classified on the host's
-    /// threads (one pass, cheaper than copying every scalar), and only the
-    /// indices of the ones, the indices of the rest and the rest's scalars
-    /// go up; then as [`GpuMsm::run_classified`].
+    /// A witness-shaped MSM over host scalars: the scalars go up in one
+    /// piece and are classified on the device, then as
+    /// [`GpuMsm::run_witness`] (a copy at the link's speed and a pass at
+    /// HBM speed take less time than a pass of the host's threads over the
+    /// scalars and the concatenation of their index lists). When the budget
+    /// has no room for the scalars and their indices (36 bytes a scalar and
+    /// the classification's storage), they are classified on the host's
+    /// threads instead, and only the indices of the ones, the indices of
+    /// the rest and the rest's scalars go up; then as
+    /// [`GpuMsm::run_classified`].
     fn run_witness_host<P: MsmCurve>(
         &self,
         bases: *const u8,
@@ -553,6 +559,20 @@ impl GpuMsm {
                 "{n} scalars pass the GPU MSM's 2^31 - 1 a call: split the MSM and add the \
                  results"
             )));
+        }
+        let e = &self.e;
+        let mut class_bytes = 0u64;
+        // SAFETY: an output integer, valid for the call.
+        check(unsafe {
+            sys::cuzk_msm_classify_scratch(e.mem.device(), n as u64, &mut class_bytes)
+        })?;
+        let on_device = (n as u64).saturating_mul(36).saturating_add(class_bytes);
+        if self.fits(on_device)? {
+            let mut d = self.alloc::<Fr>(n, &e.stream)?;
+            e.copies.upload(&mut d, scalars)?;
+            let always = self.config.witness_shaped == crate::WitnessShaped::Always;
+            let r = self.run_witness::<P>(bases, stride, precomputed, d.as_ptr(), n, always);
+            return self.waited(r);
         }
         let (ones, others) = crate::cpu::classify_as(scalars, |i| i as u32);
         let rest: Vec<Fr> = others.par_iter().map(|&i| scalars[i as usize]).collect();
