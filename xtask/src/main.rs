@@ -5,12 +5,14 @@
 //!   (tidy and bindings drift included).
 //! - `bundle`: test and bench executables for a GPU machine without cargo.
 //! - `bindings`: regenerates the committed bindgen output (`--check` compares).
+//! - `compare`: a bench report's figures against the reference run's.
 //! - `tools`: compiles the measurement programs of `tools/cuda`.
 //! - `cuda-toolkit`: installs the pinned CUDA 13.0 wheels from PyPI.
 
 mod bench;
 mod bindings;
 mod bundle;
+mod compare;
 mod test;
 #[cfg(test)]
 mod tidy;
@@ -38,6 +40,8 @@ enum Cmd {
     Bundle(bundle::Args),
     /// Regenerate the Rust bindings of csrc/include/cuzk/*.h (committed output).
     Bindings(bindings::Args),
+    /// Compare a bench report.json with the reference run's, figure by figure (Markdown).
+    Compare(compare::Args),
     /// Compile the measurement programs of tools/cuda with nvcc into target/tools.
     Tools(tools::Args),
     /// Install the pinned CUDA 13.0 toolkit (PyPI wheels) into the project's cache and print its path.
@@ -50,6 +54,7 @@ fn main() -> Result<()> {
         Cmd::Test(a) => test::run_tests(a),
         Cmd::Bundle(a) => bundle::run_bundle(a),
         Cmd::Bindings(a) => bindings::run(a),
+        Cmd::Compare(a) => compare::run(a),
         Cmd::Tools(a) => tools::run(a),
         Cmd::CudaToolkit => {
             let tk = toolkit::ensure_cuda()?;
