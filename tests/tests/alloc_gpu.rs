@@ -447,7 +447,17 @@ fn pinned_staged_copies_round_trip_exactly() {
     copies.upload(&mut dp, &pinned[part.clone()]).unwrap();
     let mut back_part: Vec<u32> = vec![0; part.len()];
     dp.copy_to_host(&mut back_part).unwrap();
-    assert!(back_part[..] == pinned[part], "sub-slice upload");
+    assert!(back_part[..] == pinned[part.clone()], "sub-slice upload");
+    // Staging made up front (as a warm-up does) serves a pageable copy.
+    assert!(copies.prepare(), "pinned staging buffers");
+    assert!(format!("{copies:?}").contains("ready"), "{copies:?}");
+    let pageable_part: Vec<u32> = pageable[part.clone()].to_vec();
+    copies.upload(&mut dp, &pageable_part).unwrap();
+    dp.copy_to_host(&mut back_part).unwrap();
+    assert!(
+        back_part == pageable_part,
+        "pageable upload through prepared staging"
+    );
     // The device is still usable after the pageable queries.
     dp.fill_words(0x5EED).unwrap();
     stream.synchronize().unwrap();

@@ -556,6 +556,18 @@ impl StagedCopies {
         ready(&mut guard).map(f)
     }
 
+    /// Creates the staging buffers now, as the first copy that wants them
+    /// would (two pinned chunks of [`DEFAULT_STAGING_CHUNK_BYTES`]), so
+    /// that no later copy allocates: for a process that measures device
+    /// memory after a warm-up, since a pinned allocation's mapping for the
+    /// GPU takes device memory. Returns whether pinned memory could be had;
+    /// when not, every copy takes the plain path, as after a failed first
+    /// use. Waits for a copy in progress on another thread.
+    pub fn prepare(&self) -> bool {
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        ready(&mut guard).is_some()
+    }
+
     /// Copies `src` into `dst` (elements; equal lengths) and waits.
     ///
     /// # Errors

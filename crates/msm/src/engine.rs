@@ -209,6 +209,17 @@ impl GpuMsm {
         &self.config
     }
 
+    /// Creates the engine's pinned staging buffers now (two
+    /// [`StagedCopies`], 64 MiB of pinned host memory each) instead of at
+    /// the first staged copy of pageable scalars or bases, so that a
+    /// warmed-up process allocates none later (see
+    /// [`StagedCopies::prepare`]). Returns whether pinned memory could be
+    /// had for both.
+    pub fn prepare_staging(&self) -> bool {
+        let first = self.e.copies.prepare();
+        self.e.copies2.prepare() && first
+    }
+
     /// The memory manager.
     pub fn memory(&self) -> &Arc<DeviceMemory> {
         &self.e.mem

@@ -123,6 +123,15 @@ impl GpuNtt {
         &self.mem
     }
 
+    /// Creates the engine's pinned staging buffers now (64 MiB of pinned
+    /// host memory) instead of at the first staged copy of a pageable
+    /// slice, so that a warmed-up process allocates none later (see
+    /// [`StagedCopies::prepare`]). Returns whether pinned memory could be
+    /// had.
+    pub fn prepare_staging(&self) -> bool {
+        self.copies.prepare()
+    }
+
     /// The stream every transform runs on.
     pub fn stream(&self) -> &Stream {
         &self.stream

@@ -829,7 +829,8 @@ impl MultiGpuProver {
     /// Proves `job` once a worker on every lane, all at once, and discards
     /// the proofs: a warm-up before measuring a batch or device memory.
     /// After it each lane's kernels are loaded, its tables made, its key in
-    /// place, and each worker's pinned assignment buffer exists (its
+    /// place, its engines' pinned staging buffers made, and each worker's
+    /// pinned assignment buffer exists (its
     /// mapping for the GPU takes device memory while the prover keeps the
     /// buffer for the next proof), so a batch that follows claims no more
     /// memory than it gives back.
@@ -838,6 +839,15 @@ impl MultiGpuProver {
     /// The first failed proof's error (as [`MultiGpuProver::prove_on`]);
     /// [`Error::Internal`] when a warm-up thread panicked.
     pub fn warm_up(&self, job: &ProofJob<'_>) -> Result<()> {
+        for lane in &self.lanes {
+            if !lane.prover.prepare_staging() {
+                tracing::debug!(
+                    target: "cuzk_prover",
+                    device = lane.device,
+                    "no pinned staging buffers for the warm-up; pageable copies take the plain path"
+                );
+            }
+        }
         let workers = self.workers.max(1);
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.lanes.len())

@@ -641,6 +641,23 @@ impl Prover {
         &self.pk
     }
 
+    /// Creates the pinned staging buffers of this prover's NTT and MSM
+    /// engines now (64 MiB of pinned host memory each, five of them)
+    /// instead of at their first staged copy, which may come late in a
+    /// batch (a copy of pageable scalars after a device-resident path ran
+    /// out of memory): a pinned allocation's mapping for the GPU takes
+    /// device memory, and a warmed-up prover must claim no more in a batch
+    /// than it gives back. Nothing on the CPU path. Returns whether pinned
+    /// memory could be had for all (when not, those copies take the plain
+    /// path).
+    pub(crate) fn prepare_staging(&self) -> bool {
+        self.gpu.as_ref().is_none_or(|g| {
+            let ntt = g.ntt.prepare_staging();
+            let msm = g.msm.prepare_staging();
+            g.dense.prepare_staging() && ntt && msm
+        })
+    }
+
     /// An over-estimate of the device memory, in bytes, that one proof's
     /// GPU stage claims from the budget on top of the resident part of the
     /// key (the figure depends only on the key's sizes; on the CPU path
