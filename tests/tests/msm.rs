@@ -742,23 +742,23 @@ fn gpu_msm_shrinks_to_the_budget() {
     let full = cuzk_msm::scratch_bytes_estimate::<g1::Config>(n, &dense).unwrap();
     let bases = 96 * n as u64;
     let engine = |cap: u64, config: MsmConfig| capped(cap).with_config(config).unwrap();
+    // A witness-shaped MSM under `cap` equals blst's, within the cap.
+    let shaped_within = |cap: u64, what: &str| {
+        let g = engine(cap, MsmConfig::default());
+        let fixed = g.upload_bases(&b).unwrap();
+        assert_eq!(fixed.msm(&bits).unwrap().into_affine(), want_bits, "{what}");
+        let peak = g.memory().budget().peak_claimed_bytes();
+        assert!(peak <= cap, "{what}: peak {peak} > cap {cap}");
+    };
     for room in [full / 2, full / 8, full / 32, 48 << 20] {
         // Bases, the scalars of a chunk (at most all of them) and the room.
         let cap = bases + 32 * n as u64 + room;
         let g = engine(cap, dense);
         let fixed = g.upload_bases(&b).unwrap();
         assert_eq!(fixed.msm(&s).unwrap().into_affine(), want, "room {room}");
-        let shaped = engine(cap, MsmConfig::default());
-        let fixed_shaped = shaped.upload_bases(&b).unwrap();
-        assert_eq!(
-            fixed_shaped.msm(&bits).unwrap().into_affine(),
-            want_bits,
-            "witness-shaped, room {room}"
-        );
-        for (g, what) in [(&g, "dense"), (&shaped, "witness-shaped")] {
-            let peak = g.memory().budget().peak_claimed_bytes();
-            assert!(peak <= cap, "{what}, room {room}: peak {peak} > cap {cap}");
-        }
+        let peak = g.memory().budget().peak_claimed_bytes();
+        assert!(peak <= cap, "dense, room {room}: peak {peak} > cap {cap}");
+        shaped_within(cap, &format!("witness-shaped, room {room}"));
         report(&format!(
             "msm: G1 2^22 under a cap of {} MiB (full scratch {} MiB) equals blst",
             cap >> 20,
@@ -768,18 +768,9 @@ fn gpu_msm_shrinks_to_the_budget() {
     // No room for the witness-shaped scalars beside the bases (8 bytes a
     // scalar where copying them in takes 36): the host classifies them and
     // only the indices go up.
-    let cap = bases + 8 * n as u64;
-    let lean = engine(cap, MsmConfig::default());
-    let fixed_lean = lean.upload_bases(&b).unwrap();
-    assert_eq!(
-        fixed_lean.msm(&bits).unwrap().into_affine(),
-        want_bits,
-        "witness-shaped, classified on the host"
-    );
-    let peak = lean.memory().budget().peak_claimed_bytes();
-    assert!(
-        peak <= cap,
-        "classified on the host: peak {peak} > cap {cap}"
+    shaped_within(
+        bases + 8 * n as u64,
+        "witness-shaped, classified on the host",
     );
     let g = engine(bases + (1 << 20), dense);
     let fixed = g.upload_bases(&b).unwrap();
