@@ -7,8 +7,7 @@
 //! against ark-groth16's verifier, and PoRep-shaped and real proofs
 //! against supraseal-c2's proof of the same inputs (the `cuzk-supraseal`
 //! process, when it was built). In `--full`, batches of 10 partitions on
-//! the whole card and under 16 GiB (the PoRep-shaped 2^27 under 16 GiB
-//! only), with their GPU busy fraction, memory
+//! the whole card and under 16 GiB, with their GPU busy fraction, memory
 //! peaks and a check that device memory returns to its figure before the
 //! batch.
 
@@ -126,8 +125,7 @@ const KEEP_FREE_BYTES: u64 = 24 << 30;
 const CARD_16_GIB: u64 = 16 << 30;
 
 /// The sizes (log2 domain, PoRep-shaped) that get batch rows in `--full`,
-/// each on the whole card and under a 16 GiB budget (issue 25 item 6),
-/// except [`CAPPED_ONLY`].
+/// each on the whole card and under a 16 GiB budget (issue 25 item 6).
 const BATCHES: [(u32, bool); 5] = [
     (20, false),
     (24, false),
@@ -136,15 +134,9 @@ const BATCHES: [(u32, bool); 5] = [
     (27, true),
 ];
 
-/// The budget caps of each batch size: the whole card, then 16 GiB.
+/// The budget caps of each batch size: the whole card and 16 GiB (the
+/// capped rows run first, see [`batch_for`]).
 const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
-
-/// The batch size (log2 domain, PoRep-shaped) proved under 16 GiB only:
-/// the seed workload's. On the whole card its batch keeps the key resident
-/// on the device and peaks at about 108 GiB of the host's memory, and the
-/// capped rows after it found too little left on a 128 GiB host (session
-/// 30's H200 run skipped them).
-const CAPPED_ONLY: (u32, bool) = (27, true);
 
 /// The batch size (log2 domain, PoRep-shaped) that also gets two rows
 /// under 16 GiB beside the default's: the MSMs one after another (the
@@ -173,7 +165,7 @@ enum BatchMode {
 const PASS_BATCH: (u32, bool) = (27, true);
 
 /// Batch rows in a `--full` run (progress steps).
-pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() - 1 + 3;
+pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 3;
 
 /// Progress steps of the prover layer in a run of `size`: a circuit's
 /// key and its proofs, ark-groth16, supraseal-c2, the SHA-256 chain's
@@ -602,14 +594,17 @@ fn one(
 }
 
 /// The batch rows of a 2^k circuit (PoRep-shaped or dense) in this run
-/// (none outside `--full`): (budget cap, mode).
+/// (none outside `--full`): (budget cap, mode). The capped rows, the seed
+/// workload's, come first: a whole-card batch takes the most host memory
+/// of the process (the PoRep-shaped 2^27 one about 108 GiB of a 128 GiB
+/// host, BENCHMARKS.md), and the rows after it may find too little left.
 fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
     if run.size != crate::cli::Size::Full || !BATCHES.contains(&(k, porep)) {
         return Vec::new();
     }
     let mut rows: Vec<_> = BATCH_CAPS
         .iter()
-        .filter(|c| c.is_some() || (k, porep) != CAPPED_ONLY)
+        .filter(|c| c.is_some())
         .map(|&c| (c, BatchMode::Default))
         .collect();
     if (k, porep) == SERIAL_BATCH {
@@ -619,6 +614,12 @@ fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
     if (k, porep) == PASS_BATCH {
         rows.push((Some(CARD_16_GIB), BatchMode::WitnessPass));
     }
+    rows.extend(
+        BATCH_CAPS
+            .iter()
+            .filter(|c| c.is_none())
+            .map(|&c| (c, BatchMode::Default)),
+    );
     rows
 }
 
@@ -705,10 +706,10 @@ fn streamed_host_bytes(pk: &cuzk_prover::ProvingKey) -> u64 {
 }
 
 /// Gives the heap's free memory back to the system (glibc's
-/// `malloc_trim`): the rows before a capped batch free tens of GiB (a
-/// prover's pinned and compacted copies, a whole-card batch's buffers) that
-/// glibc's arenas would otherwise keep, and MemAvailable, which the batch's
-/// host check reads, would not count. Nothing elsewhere.
+/// `malloc_trim`): the rows before a batch free tens of GiB (a prover's
+/// copies, another batch's buffers) that glibc's arenas may keep, and
+/// MemAvailable, which the batch's host check reads, would not count them.
+/// Nothing elsewhere.
 fn release_free_host_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the system; it
@@ -788,12 +789,18 @@ fn batch(
     step(format!(
         "bench prover: {name}: batch of {BATCH_PARTITIONS}, {BATCH_WORKERS} workers, {budget}"
     ));
-    // Under a cap the prover keeps host copies of the compacted queries
-    // and page-locks the key: skipped, not killed, where the host lacks the
-    // room (a kill would lose the whole layer's figures).
-    if cap.is_some() {
+    // Every batch pins two assignments a lane; under a cap the prover also
+    // keeps host copies of the compacted queries and page-locks the key:
+    // skipped, not killed, where the host lacks the room (a kill would lose
+    // the whole layer's figures).
+    {
         release_free_host_memory();
-        let need = streamed_host_bytes(&pk)
+        let copies = if cap.is_some() {
+            streamed_host_bytes(&pk)
+        } else {
+            0
+        };
+        let need = copies
             + 2 * std::mem::size_of_val(witness.full_assignment.as_slice()) as u64
             + (4 << 30);
         if let Some(avail) = host_available_bytes() {
@@ -804,7 +811,7 @@ fn batch(
                     "every partition proved",
                     n,
                     format!(
-                        "the host has {} available, the capped batch needs about {}",
+                        "the host has {} available, the batch needs about {}",
                         cuzk_alloc::fmt_bytes(avail),
                         cuzk_alloc::fmt_bytes(need)
                     ),
@@ -1106,14 +1113,8 @@ mod tests {
             (26, true),
             (27, true),
         ] {
-            let mut want = vec![
-                (None, BatchMode::Default),
-                (Some(16 << 30), BatchMode::Default),
-            ];
-            if (k, porep) == CAPPED_ONLY {
-                // The seed workload's size: under 16 GiB only.
-                want.remove(0);
-            }
+            // The capped rows first, the whole card last.
+            let mut want = vec![(Some(16 << 30), BatchMode::Default)];
             if (k, porep) == SERIAL_BATCH {
                 want.push((Some(16 << 30), BatchMode::SerialMsms));
                 want.push((Some(16 << 30), BatchMode::NonZeroBases));
@@ -1121,6 +1122,7 @@ mod tests {
             if (k, porep) == (27, true) {
                 want.push((Some(16 << 30), BatchMode::WitnessPass));
             }
+            want.push((None, BatchMode::Default));
             assert_eq!(full(k, porep), want, "2^{k} porep {porep}");
         }
         assert!(full(16, false).is_empty());
