@@ -579,11 +579,19 @@ impl GpuMsm {
         })?;
         let on_device = (n as u64).saturating_mul(36).saturating_add(class_bytes);
         if self.fits(on_device)? {
-            let mut d = self.alloc::<Fr>(n, &e.stream)?;
-            e.copies.upload(&mut d, scalars)?;
-            let always = self.config.witness_shaped == crate::WitnessShaped::Always;
-            let r = self.run_witness::<P>(bases, stride, precomputed, d.as_ptr(), n, always);
-            return self.waited(r);
+            // Another worker may take the room first: then the host
+            // classifies, as when there was none.
+            match self.alloc::<Fr>(n, &e.stream) {
+                Ok(mut d) => {
+                    e.copies.upload(&mut d, scalars)?;
+                    let always = self.config.witness_shaped == crate::WitnessShaped::Always;
+                    let r =
+                        self.run_witness::<P>(bases, stride, precomputed, d.as_ptr(), n, always);
+                    return self.waited(r);
+                }
+                Err(Error::OutOfMemory(_)) => {}
+                Err(err) => return Err(err),
+            }
         }
         let (ones, others) = crate::cpu::classify_as(scalars, |i| i as u32);
         let rest: Vec<Fr> = others.par_iter().map(|&i| scalars[i as usize]).collect();
