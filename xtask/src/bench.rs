@@ -14,7 +14,7 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// Up to the largest sizes: NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
-    /// dense Groth16 proofs of 2^26 constraints (ark-groth16's to 2^20, a
+    /// dense Groth16 proofs of 2^26 constraints (ark-groth16's to 2^22, a
     /// fitted line beyond), PoRep-shaped ones of 2^27 (2^26 beside
     /// supraseal-c2), batches of 10 partitions with 2 workers on the whole
     /// card and under 16 GiB, field operations over 2^24 elements on the
@@ -35,6 +35,10 @@ pub(crate) struct Args {
     /// made afresh each run, never written).
     #[arg(long, value_name = "DIR")]
     key_cache: Option<std::path::PathBuf>,
+    /// With `--full`: also the prover's batch variants beside its defaults
+    /// (cuzk-bench `--variants`).
+    #[arg(long, requires = "full")]
+    variants: bool,
     /// Also run the msm and ntt criterion benches first and compare their
     /// medians with the report's figures (criterion_agreement.json).
     #[arg(long)]
@@ -98,6 +102,9 @@ pub(crate) fn run_bench(args: Args) -> Result<()> {
     }
     if let Some(dir) = &args.key_cache {
         bench.arg("--key-cache").arg(dir);
+    }
+    if args.variants {
+        bench.arg("--variants");
     }
     if args.criterion {
         bench.arg("--check-criterion").arg(&criterion_home);

@@ -11,7 +11,7 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with = "full")]
     pub(crate) quick: bool,
     /// Up to the largest sizes: NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
-    /// dense Groth16 proofs of 2^26 constraints (ark-groth16's to 2^20, a
+    /// dense Groth16 proofs of 2^26 constraints (ark-groth16's to 2^22, a
     /// fitted line beyond), PoRep-shaped ones of 2^27 (2^26 beside
     /// supraseal-c2), batches of 10 partitions with 2 workers on the whole
     /// card and under 16 GiB, field operations over 2^24 elements on the
@@ -35,6 +35,12 @@ pub(crate) struct Args {
     /// written (the 2^26 key is 25 GB).
     #[arg(long, value_name = "DIR")]
     pub(crate) key_cache: Option<PathBuf>,
+    /// With `--full`: also the prover's batch variants under 16 GiB at
+    /// PoRep-shaped 2^26 (the MSMs one after another; only the non-zero
+    /// scalars' bases streamed), each beside the default in the same run
+    /// (about 75 s more on an H200).
+    #[arg(long, requires = "full")]
+    pub(crate) variants: bool,
     /// A criterion output folder (CRITERION_HOME of a run of the msm and
     /// ntt criterion benches): compare its medians with this run's figures
     /// for the same calls, print the ratios, flag those more than 10% apart,
@@ -88,6 +94,8 @@ pub(crate) struct Run {
     pub(crate) seed: u64,
     /// `--key-cache`: where PoRep-shaped keys are kept between runs.
     pub(crate) key_cache: Option<PathBuf>,
+    /// `--variants`: the prover's batch variants beside its defaults.
+    pub(crate) variants: bool,
 }
 
 impl Run {

@@ -25,7 +25,7 @@ mod witness;
 use anyhow::{bail, Context, Result};
 use checks::Checks;
 use clap::Parser;
-use cli::{Args, Run, Size};
+use cli::{Args, Run};
 use report::{Figure, Record};
 
 /// The layers a run can bench, and those whose results are checked (the
@@ -56,13 +56,14 @@ fn main() -> Result<()> {
         size: args.size(),
         seed: args.seed(),
         key_cache: args.key_cache.clone(),
+        variants: args.variants,
     };
     let started = machine::now();
     println!(
         "cuzk-bench: random inputs from seed {} (--seed {} replays them)",
         run.seed, run.seed
     );
-    progress::start(layers.iter().map(|l| steps(l, run.size)).sum());
+    progress::start(layers.iter().map(|l| steps(l, &run)).sum());
     let mut rec = Record {
         figures: Vec::new(),
         batches: Vec::new(),
@@ -151,7 +152,8 @@ fn bench_layer(layer: &str, run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)
 }
 
 /// Rough step count of a layer, for the progress bar's length and ETA.
-fn steps(layer: &str, size: Size) -> u64 {
+fn steps(layer: &str, run: &Run) -> u64 {
+    let size = run.size;
     let n = match layer {
         "field" => 8,
         "alloc" => 16,
@@ -164,7 +166,7 @@ fn steps(layer: &str, size: Size) -> u64 {
             let (g1, g2) = size.pick(witness::LOGS[0], witness::LOGS[1], witness::LOGS[2]);
             2 * (g1.len() + g2.len())
         }
-        "prover" => prover::steps(size),
+        "prover" => prover::steps(run),
         _ => 0,
     };
     n as u64

@@ -139,8 +139,9 @@ const BATCHES: [(u32, bool); 5] = [
 const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
 
 /// The batch size (log2 domain, PoRep-shaped) that also gets two rows
-/// under 16 GiB beside the default's: the MSMs one after another (the
-/// overlap's baseline), and only the non-zero scalars' bases streamed.
+/// under 16 GiB beside the default's with `--variants`: the MSMs one after
+/// another (the overlap's baseline), and only the non-zero scalars' bases
+/// streamed.
 const SERIAL_BATCH: (u32, bool) = (26, true);
 
 /// How a batch row's prover runs its MSMs.
@@ -164,18 +165,22 @@ enum BatchMode {
 /// 16 GiB with the witness pass: the seed workload's (issue 28's 15 s).
 const PASS_BATCH: (u32, bool) = (27, true);
 
-/// Batch rows in a `--full` run (progress steps).
-pub(crate) const BATCH_ROWS: usize = BATCHES.len() * BATCH_CAPS.len() + 3;
+/// Batch rows in a `--full` run (progress steps): each size's two, the
+/// witness pass's, and with `--variants` two more.
+fn batch_rows(variants: bool) -> usize {
+    BATCHES.len() * BATCH_CAPS.len() + 1 + if variants { 2 } else { 0 }
+}
 
-/// Progress steps of the prover layer in a run of `size`: a circuit's
-/// key and its proofs, ark-groth16, supraseal-c2, the SHA-256 chain's
-/// setup, proofs and peer, and the batch rows.
-pub(crate) fn steps(size: crate::cli::Size) -> usize {
+/// Progress steps of the prover layer in `run`: a circuit's key and its
+/// proofs, ark-groth16, supraseal-c2, the SHA-256 chain's setup, proofs
+/// and peer, and the batch rows.
+pub(crate) fn steps(run: &Run) -> usize {
+    let size = run.size;
     let dense = size.pick(LOGS[0], LOGS[1], LOGS[2]);
     let porep = size.pick(POREP_LOGS[0], POREP_LOGS[1], POREP_LOGS[2]);
     let sha = size.pick(SHA_LOGS[0], SHA_LOGS[1], SHA_LOGS[2]);
     let batches = if size == crate::cli::Size::Full {
-        BATCH_ROWS
+        batch_rows(run.variants)
     } else {
         0
     };
@@ -594,7 +599,8 @@ fn one(
 }
 
 /// The batch rows of a 2^k circuit (PoRep-shaped or dense) in this run
-/// (none outside `--full`): (budget cap, mode). The capped rows, the seed
+/// (none outside `--full`; the variants of [`SERIAL_BATCH`] with
+/// `--variants`): (budget cap, mode). The capped rows, the seed
 /// workload's, come first: a whole-card batch takes the most host memory
 /// of the process (the PoRep-shaped 2^27 one about 108 GiB of a 128 GiB
 /// host, BENCHMARKS.md), and the rows after it may find too little left.
@@ -607,7 +613,7 @@ fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
         .filter(|c| c.is_some())
         .map(|&c| (c, BatchMode::Default))
         .collect();
-    if (k, porep) == SERIAL_BATCH {
+    if (k, porep) == SERIAL_BATCH && run.variants {
         rows.push((Some(CARD_16_GIB), BatchMode::SerialMsms));
         rows.push((Some(CARD_16_GIB), BatchMode::NonZeroBases));
     }
@@ -700,7 +706,8 @@ fn budget_name(cap: Option<u64>) -> String {
 /// compacted copies, at most.
 fn streamed_host_bytes(pk: &cuzk_prover::ProvingKey) -> u64 {
     fn points<T: AffineRepr>(q: &[T]) -> u64 {
-        (q.iter().filter(|p| !p.is_zero()).count() * std::mem::size_of::<T>()) as u64
+        use rayon::prelude::*;
+        (q.par_iter().filter(|p| !p.is_zero()).count() * std::mem::size_of::<T>()) as u64
     }
     points(&pk.a_query) + points(&pk.b_g1_query) + points(&pk.b_g2_query)
 }
@@ -820,6 +827,7 @@ fn batch(
             }
         }
     }
+    let setup = std::time::Instant::now();
     let mem = DeviceMemory::new(
         0,
         BudgetConfig {
@@ -852,7 +860,9 @@ fn batch(
     // keeps the buffer for the next proof; then device memory's figure
     // before the batch (pools trimmed: the batch's first allocations grow
     // them again, a few milliseconds).
+    let ready = setup.elapsed().as_secs_f64();
     multi.warm_up(&jobs[0])?;
+    let warm = setup.elapsed().as_secs_f64() - ready;
     let baseline = mem.settled_used_bytes()?;
     reset_host_peak();
     let d0 = multi.device_clock_ms(0)?;
@@ -952,8 +962,16 @@ fn batch(
     // The seed's check: after the batch, device memory in use is back
     // within 1 MiB of where it was before it.
     let grew = mem.settled_used_bytes()?.saturating_sub(baseline);
+    let dropped = std::time::Instant::now();
     drop(multi);
     mem.trim()?;
+    // Where a row's time beyond its partitions goes (the layer's length).
+    crate::progress::say(format!(
+        "  {name}: batch ({budget}): prover ready in {ready:.1} s, warm-up {warm:.1} s, \
+         batch {:.1} s, prover dropped in {:.1} s",
+        (t1 - t0).as_secs_f64(),
+        dropped.elapsed().as_secs_f64()
+    ));
     // And after the prover's drop every buffer is back (the budget's
     // counters: loaded kernel code does not count here).
     rec.checks.record(
@@ -1094,37 +1112,45 @@ mod tests {
 
     #[test]
     fn full_batches_cover_issue_25s_sizes_both_ways() {
-        let full = |k, porep| {
+        let full = |k, porep, variants| {
             batch_for(
                 &Run {
                     gpu: None,
                     size: crate::cli::Size::Full,
                     seed: 1,
                     key_cache: None,
+                    variants,
                 },
                 k,
                 porep,
             )
         };
-        for (k, porep) in [
-            (20, false),
-            (24, false),
-            (26, false),
-            (26, true),
-            (27, true),
-        ] {
-            // The capped rows first, the whole card last.
-            let mut want = vec![(Some(16 << 30), BatchMode::Default)];
-            if (k, porep) == SERIAL_BATCH {
-                want.push((Some(16 << 30), BatchMode::SerialMsms));
-                want.push((Some(16 << 30), BatchMode::NonZeroBases));
+        for variants in [false, true] {
+            let mut rows = 0;
+            for (k, porep) in [
+                (20, false),
+                (24, false),
+                (26, false),
+                (26, true),
+                (27, true),
+            ] {
+                // The capped rows first, the whole card last.
+                let mut want = vec![(Some(16 << 30), BatchMode::Default)];
+                if (k, porep) == SERIAL_BATCH && variants {
+                    want.push((Some(16 << 30), BatchMode::SerialMsms));
+                    want.push((Some(16 << 30), BatchMode::NonZeroBases));
+                }
+                if (k, porep) == (27, true) {
+                    want.push((Some(16 << 30), BatchMode::WitnessPass));
+                }
+                want.push((None, BatchMode::Default));
+                let got = full(k, porep, variants);
+                assert_eq!(got, want, "2^{k} porep {porep} variants {variants}");
+                rows += got.len();
             }
-            if (k, porep) == (27, true) {
-                want.push((Some(16 << 30), BatchMode::WitnessPass));
-            }
-            want.push((None, BatchMode::Default));
-            assert_eq!(full(k, porep), want, "2^{k} porep {porep}");
+            assert_eq!(rows, batch_rows(variants), "progress steps");
         }
+        let full = |k, porep| full(k, porep, false);
         assert!(full(16, false).is_empty());
         assert!(full(20, true).is_empty());
     }

@@ -138,13 +138,16 @@ fn run_peer(
     );
     let (params, request, response) = (&scratch.0[0], &scratch.0[1], &scratch.0[2]);
     let h_points = prover.proving_key().h_query.len() as u64;
+    let written = std::time::Instant::now();
     let density = write_params(prover.proving_key(), params)?;
+    let written = written.elapsed().as_secs_f64();
     // supraseal-c2 allocates with plain cudaMalloc, which cannot use the
     // bytes cuzk's pools keep cached: hand them back to the device.
     drop(prover);
     mem.trim()
         .map_err(|e| format!("trimming cuzk's pools: {e}"))?;
     drop(mem);
+    let start_request = std::time::Instant::now();
     Request {
         params: params.clone(),
         density,
@@ -158,6 +161,7 @@ fn run_peer(
         reps: reps as u32,
     }
     .write(request)?;
+    let prepared = written + start_request.elapsed().as_secs_f64();
     let mut child = std::process::Command::new(&exe)
         .arg(request)
         .arg(response)
@@ -190,6 +194,12 @@ fn run_peer(
         let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
         return Err(format!("cuzk-supraseal failed ({status}): {tail}"));
     }
+    // Where the row's time goes beyond the proofs (the layer's length).
+    progress::say(format!(
+        "  {name}: {SUPRASEAL}: parameter file written in {written:.1} s, files ready in \
+         {prepared:.1} s, cuzk-supraseal ran {:.1} s",
+        start.elapsed().as_secs_f64()
+    ));
     Response::read(response)
 }
 

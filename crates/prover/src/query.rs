@@ -86,9 +86,25 @@ pub(crate) unsafe fn page_lock<T: DeviceRepr>(data: &[T]) -> Result<Option<Arc<P
     Ok(Some(lock))
 }
 
-/// The bases at indices `keep` (a compacted query).
+/// The bases at indices `keep` (a compacted query), copied on rayon's
+/// threads: a PoRep-shaped 2^27 key's A and B queries are about 20 GB.
 fn gather<P: MsmCurve>(bases: &[Affine<P>], keep: &[u32]) -> Vec<Affine<P>> {
-    keep.iter().map(|&i| bases[i as usize]).collect()
+    use rayon::prelude::*;
+    keep.par_iter().map(|&i| bases[i as usize]).collect()
+}
+
+/// The indices of the non-identity points of `bases`, ascending, when at
+/// least 1/[`SPARSE_DIVISOR`] of them are the identity (else `None`: the
+/// query is used whole). Scans on rayon's threads.
+fn sparse_indices<P: MsmCurve>(bases: &[Affine<P>]) -> Option<Vec<u32>> {
+    use rayon::prelude::*;
+    let zeros = bases.par_iter().filter(|p| p.is_zero()).count();
+    (bases.len() >= 2 && zeros * SPARSE_DIVISOR >= bases.len()).then(|| {
+        (0..bases.len() as u32)
+            .into_par_iter()
+            .filter(|&i| !bases[i as usize].is_zero())
+            .collect()
+    })
 }
 
 /// The non-zero scalars of one streamed query's MSM in a proof, so that
@@ -223,12 +239,7 @@ impl<P: MsmCurve> Query<P> {
     /// # Errors
     /// CUDA errors of the upload or of page-locking the host bases.
     pub(crate) fn placed(bases: &[Affine<P>], gpu: Option<(&GpuMsm, Residency)>) -> Result<Self> {
-        let zeros = bases.iter().filter(|p| p.is_zero()).count();
-        let keep = (bases.len() >= 2 && zeros * SPARSE_DIVISOR >= bases.len()).then(|| {
-            (0..bases.len() as u32)
-                .filter(|&i| !bases[i as usize].is_zero())
-                .collect::<Vec<u32>>()
-        });
+        let keep = sparse_indices(bases);
         let compact = keep.as_ref().map(|k| gather(bases, k));
         let used: &[Affine<P>] = compact.as_deref().unwrap_or(bases);
         let mut q = Query {

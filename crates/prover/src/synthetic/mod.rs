@@ -40,11 +40,47 @@ enum Var {
 
 type Lc = Vec<(Fr, Var)>;
 
+/// A piece of the circuit: [`PIECE`] consecutive constraints (fewer in the
+/// last), their witnesses numbered from 0 within the piece, and their rows.
+/// Pieces are built on rayon's threads, each from a random stream of its
+/// own, so that a 2^26-constraint circuit builds in seconds.
+struct Piece {
+    witnesses: Vec<Fr>,
+    rows: Vec<(Lc, Lc, Lc)>,
+}
+
+/// Constraints in a [`Piece`].
+const PIECE: usize = 1 << 14;
+
+/// `lc` with the piece's witness numbers moved up by `base` (the witnesses
+/// of the pieces before it).
+fn shift(lc: Lc, base: usize) -> Lc {
+    lc.into_iter()
+        .map(|(c, v)| match v {
+            Var::Witness(i) => (c, Var::Witness(base + i)),
+            v => (c, v),
+        })
+        .collect()
+}
+
 /// Receives the circuit: variables (inputs all first) and constraints.
 trait Sink {
     fn input(&mut self, v: Fr) -> Result<()>;
     fn witness(&mut self, v: Fr) -> Result<()>;
     fn constraint(&mut self, a: Lc, b: Lc, c: Lc) -> Result<()>;
+    /// Consecutive pieces, each with the number of witnesses before it:
+    /// each piece's witnesses, then its constraints.
+    fn pieces(&mut self, group: Vec<(Piece, usize)>) -> Result<()> {
+        for (piece, base) in group {
+            for w in piece.witnesses {
+                self.witness(w)?;
+            }
+            for (a, b, c) in piece.rows {
+                self.constraint(shift(a, base), shift(b, base), shift(c, base))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A random satisfiable R1CS circuit, determined by its fields (`seed`
@@ -78,19 +114,56 @@ impl RandomCircuit {
         }
     }
 
-    /// Walks the circuit: every constraint allocates one witness (or none),
-    /// defined from earlier variables.
+    /// Walks the circuit: the public inputs, then the constraints in
+    /// [`Piece`]s (built a group at a time on rayon's threads, handed to
+    /// `sink` in order), then the unused witnesses.
     fn build(&self, sink: &mut impl Sink) -> Result<()> {
-        let mut rng = StdRng::seed_from_u64(self.seed);
         let mut vrng = StdRng::seed_from_u64(self.values_seed);
-        // Values of the variables so far, One first, for picking operands.
-        let mut vals: Vec<(Var, Fr)> = vec![(Var::One, Fr::ONE)];
+        // The variables every piece may pick: One and the public inputs.
+        let mut inputs: Vec<(Var, Fr)> = vec![(Var::One, Fr::ONE)];
         for i in 0..self.num_inputs {
             let v = Fr::rand(&mut vrng);
             sink.input(v)?;
-            vals.push((Var::Input(i), v));
+            inputs.push((Var::Input(i), v));
         }
+        let pieces = self.num_constraints.div_ceil(PIECE);
+        // A few pieces a thread at a time: the rows of a group wait in
+        // memory only until the sink takes them.
+        let group = 4 * rayon::current_num_threads().max(1);
         let mut nw = 0usize;
+        for first in (0..pieces).step_by(group) {
+            let built: Vec<Piece> = (first..pieces.min(first + group))
+                .into_par_iter()
+                .map(|p| self.piece(p, &inputs))
+                .collect();
+            let mut with_base = Vec::with_capacity(built.len());
+            for piece in built {
+                let base = nw;
+                nw += piece.witnesses.len();
+                with_base.push((piece, base));
+            }
+            sink.pieces(with_base)?;
+        }
+        for _ in 0..self.num_unused {
+            sink.witness(Fr::rand(&mut vrng))?;
+        }
+        Ok(())
+    }
+
+    /// Piece `p` of the circuit: every constraint allocates one witness
+    /// (or none), defined from the inputs and the piece's earlier
+    /// witnesses, mostly recent ones (a chain).
+    fn piece(&self, p: usize, inputs: &[(Var, Fr)]) -> Piece {
+        let len = PIECE.min(self.num_constraints - p * PIECE);
+        // The piece's own stream: the structure seed and the piece's index.
+        let mut rng =
+            StdRng::seed_from_u64(self.seed ^ (p as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03));
+        let mut vals: Vec<(Var, Fr)> = Vec::with_capacity(inputs.len() + len);
+        vals.extend_from_slice(inputs);
+        let mut piece = Piece {
+            witnesses: Vec::with_capacity(len),
+            rows: Vec::with_capacity(len),
+        };
         let coeff = |rng: &mut StdRng| -> Fr {
             match rng.gen_range(0..4) {
                 0 => Fr::ONE,
@@ -98,7 +171,7 @@ impl RandomCircuit {
                 _ => Fr::rand(rng),
             }
         };
-        for _ in 0..self.num_constraints {
+        for _ in 0..len {
             // Operands from anywhere, but mostly recent ones (a chain).
             let pick = |rng: &mut StdRng, vals: &[(Var, Fr)]| -> (Var, Fr) {
                 let n = vals.len();
@@ -115,37 +188,32 @@ impl RandomCircuit {
                 // (ca x [+ 0 y]) * (cb y) = (ca cb) w, w = x y
                 let (ca, cb) = (coeff(&mut rng), coeff(&mut rng));
                 let w = xv * yv;
-                sink.witness(w)?;
-                let wv = Var::Witness(nw);
-                nw += 1;
+                let wv = Var::Witness(piece.witnesses.len());
+                piece.witnesses.push(w);
                 let mut a = vec![(ca, x)];
                 if kind == 0 {
                     a.push((Fr::ZERO, y));
                 }
-                sink.constraint(a, vec![(cb, y)], vec![(ca * cb, wv)])?;
+                piece.rows.push((a, vec![(cb, y)], vec![(ca * cb, wv)]));
                 vals.push((wv, w));
             } else if kind < 15 {
                 // (ca x + cb y + cc) * 1 = w
                 let (ca, cb, cc) = (coeff(&mut rng), coeff(&mut rng), Fr::rand(&mut rng));
                 let w = ca * xv + cb * yv + cc;
-                sink.witness(w)?;
-                let wv = Var::Witness(nw);
-                nw += 1;
-                sink.constraint(
+                let wv = Var::Witness(piece.witnesses.len());
+                piece.witnesses.push(w);
+                piece.rows.push((
                     vec![(ca, x), (cb, y), (cc, Var::One)],
                     vec![(Fr::ONE, Var::One)],
                     vec![(Fr::ONE, wv)],
-                )?;
+                ));
                 vals.push((wv, w));
             } else {
                 // An empty row: x * 0 = 0.
-                sink.constraint(vec![(Fr::ONE, x)], vec![], vec![])?;
+                piece.rows.push((vec![(Fr::ONE, x)], vec![], vec![]));
             }
         }
-        for _ in 0..self.num_unused {
-            sink.witness(Fr::rand(&mut vrng))?;
-        }
-        Ok(())
+        piece
     }
 
     /// Matrices and full assignment built directly (no ark-relations): the
@@ -161,20 +229,21 @@ impl RandomCircuit {
             z: Vec<Fr>,
             m: ConstraintMatrices,
         }
-        impl M {
-            fn row(&self, lc: Lc) -> Vec<(Fr, usize)> {
-                lc.into_iter()
-                    .map(|(c, v)| {
-                        let j = match v {
-                            Var::One => 0,
-                            Var::Input(i) => 1 + i,
-                            Var::Witness(i) => self.ni + i,
-                        };
-                        (c, j)
-                    })
-                    .collect()
-            }
+        /// A row with variables as assignment indices: the constant one,
+        /// the inputs, then the witnesses (the piece's from `base`).
+        fn row(lc: Lc, ni: usize, base: usize) -> Vec<(Fr, usize)> {
+            lc.into_iter()
+                .map(|(c, v)| {
+                    let j = match v {
+                        Var::One => 0,
+                        Var::Input(i) => 1 + i,
+                        Var::Witness(i) => ni + base + i,
+                    };
+                    (c, j)
+                })
+                .collect()
         }
+        type Rows = Vec<Vec<(Fr, usize)>>;
         impl Sink for M {
             fn input(&mut self, v: Fr) -> Result<()> {
                 self.z.push(v);
@@ -185,11 +254,41 @@ impl RandomCircuit {
                 Ok(())
             }
             fn constraint(&mut self, a: Lc, b: Lc, c: Lc) -> Result<()> {
-                let (a, b, c) = (self.row(a), self.row(b), self.row(c));
-                self.m.a.push(a);
-                self.m.b.push(b);
-                self.m.c.push(c);
+                let ni = self.ni;
+                self.m.a.push(row(a, ni, 0));
+                self.m.b.push(row(b, ni, 0));
+                self.m.c.push(row(c, ni, 0));
                 self.m.num_constraints += 1;
+                Ok(())
+            }
+            /// The rows converted on rayon's threads, then appended in
+            /// order.
+            fn pieces(&mut self, group: Vec<(Piece, usize)>) -> Result<()> {
+                let ni = self.ni;
+                let converted: Vec<(Vec<Fr>, Rows, Rows, Rows)> = group
+                    .into_par_iter()
+                    .map(|(piece, base)| {
+                        let n = piece.rows.len();
+                        let (mut a, mut b, mut c) = (
+                            Vec::with_capacity(n),
+                            Vec::with_capacity(n),
+                            Vec::with_capacity(n),
+                        );
+                        for (ra, rb, rc) in piece.rows {
+                            a.push(row(ra, ni, base));
+                            b.push(row(rb, ni, base));
+                            c.push(row(rc, ni, base));
+                        }
+                        (piece.witnesses, a, b, c)
+                    })
+                    .collect();
+                for (w, a, b, c) in converted {
+                    self.z.extend(w);
+                    self.m.num_constraints += a.len();
+                    self.m.a.extend(a);
+                    self.m.b.extend(b);
+                    self.m.c.extend(c);
+                }
                 Ok(())
             }
         }
@@ -421,6 +520,52 @@ mod tests {
     use super::*;
     use ark_ec::AffineRepr;
     use rand_chacha::ChaCha20Rng;
+
+    /// Over several pieces (a partial last one), the matrices built
+    /// directly are ark-relations' synthesis of the same circuit (the same
+    /// assignment, the same rows up to the order of their terms), the
+    /// system is satisfied, and the number of witnesses agrees. ark-relations
+    /// drops the zero coefficients that the direct build keeps.
+    #[test]
+    fn pieces_match_ark_relations() {
+        let c = RandomCircuit {
+            num_inputs: 3,
+            num_constraints: 2 * PIECE + 37,
+            num_unused: 5,
+            seed: 11,
+            values_seed: 12,
+        };
+        let direct = c.matrices().expect("builds");
+        let ark = crate::synthesize(c, true).expect("ark-relations synthesizes");
+        assert_eq!(direct.full_assignment, ark.full_assignment);
+        assert_eq!(direct.num_inputs, ark.num_inputs);
+        let (d, a) = (&direct.matrices, &ark.matrices);
+        assert_eq!(d.num_constraints, c.num_constraints);
+        assert_eq!(a.num_constraints, c.num_constraints);
+        let sorted = |r: &Vec<(Fr, usize)>| {
+            let mut r: Vec<(usize, Fr)> = r
+                .iter()
+                .filter(|(f, _)| *f != Fr::ZERO)
+                .map(|&(f, j)| (j, f))
+                .collect();
+            r.sort_by_key(|&(j, f)| (j, f.to_string()));
+            r
+        };
+        for (i, (dm, am)) in [(&d.a, &a.a), (&d.b, &a.b), (&d.c, &a.c)]
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(dm.len(), am.len(), "matrix {i}");
+            for (row, (x, y)) in dm.iter().zip(am.iter()).enumerate() {
+                assert_eq!(sorted(x), sorted(y), "matrix {i}, row {row}");
+            }
+        }
+        assert!(is_satisfied(&direct));
+        assert_eq!(
+            c.num_witness().expect("counts"),
+            direct.full_assignment.len() - direct.num_inputs
+        );
+    }
 
     /// Each chunk sum equals the projective sum, the cases of equal x
     /// (doubling, cancelling) included.
