@@ -422,7 +422,12 @@ where
         Projective::<P>::normalize_batch(&proj)
     };
     let (b, step) = (Projective::<P>::rand(rng), Projective::<P>::rand(rng));
-    let mut out = vec![Affine::<P>::identity(); count];
+    // Written first on every core: the first touch of tens of GB of fresh
+    // pages is a single thread's work otherwise.
+    let mut out: Vec<Affine<P>> = (0..count)
+        .into_par_iter()
+        .map(|_| Affine::<P>::identity())
+        .collect();
     out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, c)| {
         let base = (b + step * P::ScalarField::from(k as u64)).into_affine();
         chunk_sums(&table[..c.len()], &base, c);

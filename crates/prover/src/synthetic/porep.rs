@@ -316,21 +316,20 @@ impl PorepShaped {
         let (in_a, in_b) = (used(&w.matrices.a), used(&w.matrices.b));
         // ark-groth16 also puts the instance variables into A (the
         // R1CS-to-QAP reduction's extra constraints): they stay.
-        for (i, p) in pk.a_query.iter_mut().enumerate() {
+        pk.a_query.par_iter_mut().enumerate().for_each(|(i, p)| {
             if i >= w.num_inputs && !in_a[i] {
                 *p = ark_bls12_381::G1Affine::zero();
             }
-        }
-        for ((used, p1), p2) in in_b
-            .iter()
-            .zip(pk.b_g1_query.iter_mut())
-            .zip(pk.b_g2_query.iter_mut())
-        {
-            if !used {
-                *p1 = ark_bls12_381::G1Affine::zero();
-                *p2 = ark_bls12_381::G2Affine::zero();
-            }
-        }
+        });
+        in_b.par_iter()
+            .zip(pk.b_g1_query.par_iter_mut())
+            .zip(pk.b_g2_query.par_iter_mut())
+            .for_each(|((used, p1), p2)| {
+                if !used {
+                    *p1 = ark_bls12_381::G1Affine::zero();
+                    *p2 = ark_bls12_381::G2Affine::zero();
+                }
+            });
         Ok(pk)
     }
 }
