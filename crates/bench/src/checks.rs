@@ -144,6 +144,54 @@ impl Checks {
         self.record(layer, name, against, size, verdict);
     }
 
+    /// Compares two Groth16 proofs and records the verdict: a mismatch names
+    /// which of the proof's points (A in G1, B in G2, C in G1) differ and
+    /// shows each pair.
+    pub(crate) fn proofs(
+        &mut self,
+        layer: &'static str,
+        name: impl Into<String>,
+        against: &'static str,
+        size: usize,
+        ours: &ark_groth16::Proof<ark_bls12_381::Bls12_381>,
+        reference: &ark_groth16::Proof<ark_bls12_381::Bls12_381>,
+    ) {
+        let mut differ = Vec::new();
+        if ours.a != reference.a {
+            differ.push(format!(
+                "A: cuzk {}, the reference {}",
+                shown(&ours.a),
+                shown(&reference.a)
+            ));
+        }
+        if ours.b != reference.b {
+            differ.push(format!(
+                "B: cuzk {}, the reference {}",
+                shown(&ours.b),
+                shown(&reference.b)
+            ));
+        }
+        if ours.c != reference.c {
+            differ.push(format!(
+                "C: cuzk {}, the reference {}",
+                shown(&ours.c),
+                shown(&reference.c)
+            ));
+        }
+        let verdict = if differ.is_empty() {
+            Verdict::Equal
+        } else {
+            Verdict::Mismatch {
+                detail: format!(
+                    "{} of the proof's 3 points differ; {}",
+                    differ.len(),
+                    differ.join("; ")
+                ),
+            }
+        };
+        self.record(layer, name, against, size, verdict);
+    }
+
     /// Compares two slices element by element and records the verdict (a
     /// mismatch names the first differing index and how many differ).
     pub(crate) fn slices<T: PartialEq + Debug>(
@@ -264,6 +312,32 @@ mod tests {
         };
         assert!(
             detail.contains("2 of 4") && detail.contains("index 2"),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn a_proof_mismatch_names_the_points_that_differ() {
+        use ark_ec::{AffineRepr, CurveGroup};
+        let g1 = ark_bls12_381::G1Affine::generator();
+        let g2 = ark_bls12_381::G2Affine::generator();
+        let p = ark_groth16::Proof::<ark_bls12_381::Bls12_381> {
+            a: g1,
+            b: g2,
+            c: (g1 + g1).into_affine(),
+        };
+        let mut q = p.clone();
+        q.b = (g2 + g2).into_affine();
+        let mut c = Checks::new(7, None);
+        c.proofs("prover", "proof 2^4: cuzk", "supraseal-c2", 16, &p, &p);
+        assert_eq!(c.verdict(), "pass");
+        c.proofs("prover", "proof 2^4: cuzk", "supraseal-c2", 16, &p, &q);
+        let bad: Vec<_> = c.mismatches().collect();
+        let Verdict::Mismatch { detail } = &bad[0].verdict else {
+            panic!("not a mismatch")
+        };
+        assert!(
+            detail.starts_with("1 of the proof's 3 points differ; B:"),
             "{detail}"
         );
     }

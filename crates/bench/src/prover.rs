@@ -378,7 +378,7 @@ fn one(
                 Ok(proof) => {
                     rec.figure(LAYER, name.clone(), ARK_GROTH16, n, ms, "wall");
                     if let Some(w) = &want {
-                        rec.checks.values(
+                        rec.checks.proofs(
                             LAYER,
                             format!("{name}: cuzk prover, CPU path"),
                             ARK_GROTH16,
@@ -478,16 +478,16 @@ fn one(
             got.a = (got.a + ark_bls12_381::G1Affine::generator()).into_affine();
         }
         if let Some(w) = &want {
-            rec.checks.values(LAYER, what.clone(), CPU_PATH, n, &got, w);
+            rec.checks.proofs(LAYER, what.clone(), CPU_PATH, n, &got, w);
         }
         if let Some(a) = &ark {
-            rec.checks.values(LAYER, what, ARK_GROTH16, n, &got, a);
+            rec.checks.proofs(LAYER, what, ARK_GROTH16, n, &got, a);
         }
         let what_eval = format!("{name}: cuzk prover, GPU evaluation of A z, B z, C z");
         match &host_eval {
             Some(h) => rec
                 .checks
-                .values(LAYER, what_eval, GPU_HOST_EVAL, n, &got, h),
+                .proofs(LAYER, what_eval, GPU_HOST_EVAL, n, &got, h),
             None => rec.checks.skip(
                 LAYER,
                 what_eval,
@@ -950,7 +950,7 @@ fn batch(
     }
     rec.batches.push(b);
     if let Some(p) = &first {
-        rec.checks.values(
+        rec.checks.proofs(
             LAYER,
             format!("{name}: batch partition 0 ({budget})"),
             "cuzk prover, GPU (whole card)",
@@ -1039,7 +1039,7 @@ fn precomputed(
         "wall, host to host; bases precomputed once a key",
     );
     if let Some(p) = first {
-        rec.checks.values(
+        rec.checks.proofs(
             LAYER,
             format!("{name}: {GPU_PRECOMPUTED}"),
             "cuzk prover, GPU",

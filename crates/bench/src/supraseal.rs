@@ -79,7 +79,7 @@ pub(crate) fn compare(
                 );
                 return Ok(None);
             };
-            rec.checks.values(layer, what, SUPRASEAL, n, ours, &theirs);
+            rec.checks.proofs(layer, what, SUPRASEAL, n, ours, &theirs);
             if !resp.times_ms.is_empty() {
                 rec.figure(
                     layer,
