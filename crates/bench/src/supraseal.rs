@@ -61,6 +61,21 @@ pub(crate) fn compare(
     let what = format!("{name}: cuzk prover, GPU");
     match run_peer(layer, name, n, prover, job, reps) {
         Ok(resp) => {
+            // Which of the peer's proofs (the same inputs each time) differ
+            // from cuzk's: all of them points at the inputs or cuzk, some
+            // at the peer.
+            let differ: Vec<usize> = (0..resp.proofs.len())
+                .filter(|&i| resp.proofs[i] != *ours)
+                .collect();
+            if !differ.is_empty() {
+                progress::say(format!(
+                    "cuzk-bench: {name}: {} of {SUPRASEAL}'s {} proofs of the same inputs \
+                     differ from cuzk's (proofs {:?}, the first after its parameter load is 0)",
+                    differ.len(),
+                    resp.proofs.len(),
+                    differ
+                ));
+            }
             // Every proof is checked: the first that differs from cuzk's,
             // else the first.
             let Some(theirs) = resp
