@@ -419,29 +419,13 @@ fn one(
         let pk = std::sync::Arc::new(pk);
         let prover = Prover::with_shared_key(pk.clone(), mem.clone())?;
         let k = n.next_power_of_two().trailing_zeros();
-        // The path before GPU evaluation, for comparison: a warm-up proof
-        // (tables, pools, the key's first use), then the timed one.
-        let host_eval = if k <= HOST_EVAL_MAX {
-            prove(&prover, &job)?;
-            let (ms, host_eval) = once_ms(|| prove(&prover, &job));
-            rec.figure(
-                LAYER,
-                name.clone(),
-                GPU_HOST_EVAL,
-                n,
-                ms,
-                "wall, host to host",
-            );
-            Some(host_eval?.0)
-        } else {
-            None
-        };
+        let host_eval_wanted = k <= HOST_EVAL_MAX;
         let r1cs = cuzk_prover::SparseR1cs::new(matrices.clone())?;
         // Where nothing below reads the rows (no CPU reference, ark-groth16,
         // supraseal-c2 or host evaluation), they go: at 2^27 they are about
         // 40 GB of the host's memory, which the batch rows' streamed key
         // needs. The jobs then borrow the compact form's row-less matrices.
-        let rows_needed = cpu || extra.ark || extra.peer || host_eval.is_some();
+        let rows_needed = cpu || extra.ark || extra.peer || host_eval_wanted;
         let r1cs = std::sync::Arc::new(if rows_needed {
             r1cs
         } else {
@@ -451,14 +435,33 @@ fn one(
             matrices: r1cs.matrices(),
             ..witness.job(r, s)
         };
-        if !rows_needed {
-            drop(matrices);
-        }
+        let matrices = rows_needed.then_some(matrices);
         let prover = prover.with_r1cs(r1cs.clone())?;
-        if host_eval.is_none() {
-            // The warm-up, on the GPU-evaluation path.
-            prove(&prover, &job)?;
-        }
+        // The warm-up, on the GPU-evaluation path: tables, pools, the key's
+        // first use.
+        prove(&prover, &job)?;
+        // The path before GPU evaluation, for comparison: one proof whose
+        // job holds the full matrices (not the prover's compact form), so
+        // A z, B z, C z are evaluated on the CPU; warm from the proof above.
+        let host_eval = match (&matrices, host_eval_wanted) {
+            (Some(m), true) => {
+                let host_job = ProofJob {
+                    matrices: m,
+                    ..witness.job(r, s)
+                };
+                let (ms, host_eval) = once_ms(|| prove(&prover, &host_job));
+                rec.figure(
+                    LAYER,
+                    name.clone(),
+                    GPU_HOST_EVAL,
+                    n,
+                    ms,
+                    "wall, host to host",
+                );
+                Some(host_eval?.0)
+            }
+            _ => None,
+        };
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
         let mut proofs = Vec::new();
         for _ in 0..3 {
@@ -594,6 +597,10 @@ fn one(
                 );
             }
         }
+        // The circuit's rows, hundreds of millions of small vectors at
+        // 2^26, take seconds to free: freed on a thread of their own while
+        // the next circuit is built.
+        std::thread::spawn(move || drop((witness, matrices, r1cs, pk)));
     }
     Ok(())
 }
