@@ -93,25 +93,25 @@ pub(crate) fn run_tests(args: Args) -> Result<()> {
         };
         tools::build_all(nvcc, &arch, !gpu)?;
     }
+    // The job store's PostgreSQL tests, when a server is named (.ci/run
+    // starts one; by hand: eval "$(.ci/postgres)"): their feature joins
+    // the one test build (the feature set clippy checked), not a build of
+    // their own.
+    let postgres = std::env::var_os("CUZK_TEST_DATABASE_URL").is_some();
     let mut test = with_env(cargo());
     test.args(["test", "--workspace"])
         .args(exclude)
         .args(features);
+    if postgres {
+        test.args(["--features", "cuzk-daemon/postgres-tests"]);
+    }
     if gpu {
         // A GPU test run here must not skip (a skip would count as a pass).
         test.env("CUZK_REQUIRE_GPU", "1");
         test.args(["--", "--include-ignored"]);
     }
     run(&mut test)?;
-    // The job store on PostgreSQL, when a server is named (.ci/run starts
-    // one; by hand: eval "$(.ci/postgres)").
-    let postgres = std::env::var_os("CUZK_TEST_DATABASE_URL").is_some();
-    if postgres {
-        run(with_env(cargo())
-            .args(["test", "-p", "cuzk-daemon", "--test", "postgres"])
-            .args(features)
-            .args(["--features", "cuzk-daemon/postgres-tests"]))?;
-    } else {
+    if !postgres {
         println!(
             "cargo xtask test: PostgreSQL tests not run (no CUZK_TEST_DATABASE_URL; \
              eval \"$(.ci/postgres)\" starts a server)"

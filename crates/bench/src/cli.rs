@@ -38,7 +38,7 @@ pub(crate) struct Args {
     /// With `--full`: also the prover's batch variants under 16 GiB at
     /// PoRep-shaped 2^26 (the MSMs one after another; only the non-zero
     /// scalars' bases streamed), each beside the default in the same run
-    /// (about 75 s more on an H200).
+    /// (two more batch rows; their cost is in BENCHMARKS.md).
     #[arg(long, requires = "full")]
     pub(crate) variants: bool,
     /// A criterion output folder (CRITERION_HOME of a run of the msm and
