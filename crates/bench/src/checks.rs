@@ -157,27 +157,18 @@ impl Checks {
         reference: &ark_groth16::Proof<ark_bls12_381::Bls12_381>,
     ) {
         let mut differ = Vec::new();
-        if ours.a != reference.a {
-            differ.push(format!(
-                "A: cuzk {}, the reference {}",
-                shown(&ours.a),
-                shown(&reference.a)
-            ));
-        }
-        if ours.b != reference.b {
-            differ.push(format!(
-                "B: cuzk {}, the reference {}",
-                shown(&ours.b),
-                shown(&reference.b)
-            ));
-        }
-        if ours.c != reference.c {
-            differ.push(format!(
-                "C: cuzk {}, the reference {}",
-                shown(&ours.c),
-                shown(&reference.c)
-            ));
-        }
+        let mut point = |what: &str, same: bool, ours: &dyn Debug, theirs: &dyn Debug| {
+            if !same {
+                differ.push(format!(
+                    "{what}: cuzk {}, the reference {}",
+                    shown(&ours),
+                    shown(&theirs)
+                ));
+            }
+        };
+        point("A", ours.a == reference.a, &ours.a, &reference.a);
+        point("B", ours.b == reference.b, &ours.b, &reference.b);
+        point("C", ours.c == reference.c, &ours.c, &reference.c);
         let verdict = if differ.is_empty() {
             Verdict::Equal
         } else {

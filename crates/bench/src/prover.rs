@@ -134,10 +134,6 @@ const BATCHES: [(u32, bool); 5] = [
     (27, true),
 ];
 
-/// The budget caps of each batch size: the whole card and 16 GiB (the
-/// capped rows run first, see [`batch_for`]).
-const BATCH_CAPS: [Option<u64>; 2] = [None, Some(CARD_16_GIB)];
-
 /// The batch size (log2 domain, PoRep-shaped) that also gets two rows
 /// under 16 GiB beside the default's with `--variants`: the MSMs one after
 /// another (the overlap's baseline), and only the non-zero scalars' bases
@@ -165,10 +161,10 @@ enum BatchMode {
 /// 16 GiB with the witness pass: the seed workload's (issue 28's 15 s).
 const PASS_BATCH: (u32, bool) = (27, true);
 
-/// Batch rows in a `--full` run (progress steps): each size's two, the
-/// witness pass's, and with `--variants` two more.
+/// Batch rows in a `--full` run (progress steps): each size's two (16 GiB
+/// and the whole card), the witness pass's, and with `--variants` two more.
 fn batch_rows(variants: bool) -> usize {
-    BATCHES.len() * BATCH_CAPS.len() + 1 + if variants { 2 } else { 0 }
+    BATCHES.len() * 2 + 1 + if variants { 2 } else { 0 }
 }
 
 /// Progress steps of the prover layer in `run`: a circuit's key and its
@@ -615,11 +611,7 @@ fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
     if run.size != crate::cli::Size::Full || !BATCHES.contains(&(k, porep)) {
         return Vec::new();
     }
-    let mut rows: Vec<_> = BATCH_CAPS
-        .iter()
-        .filter(|c| c.is_some())
-        .map(|&c| (c, BatchMode::Default))
-        .collect();
+    let mut rows = vec![(Some(CARD_16_GIB), BatchMode::Default)];
     if (k, porep) == SERIAL_BATCH && run.variants {
         rows.push((Some(CARD_16_GIB), BatchMode::SerialMsms));
         rows.push((Some(CARD_16_GIB), BatchMode::NonZeroBases));
@@ -627,12 +619,7 @@ fn batch_for(run: &Run, k: u32, porep: bool) -> Vec<(Option<u64>, BatchMode)> {
     if (k, porep) == PASS_BATCH {
         rows.push((Some(CARD_16_GIB), BatchMode::WitnessPass));
     }
-    rows.extend(
-        BATCH_CAPS
-            .iter()
-            .filter(|c| c.is_none())
-            .map(|&c| (c, BatchMode::Default)),
-    );
+    rows.push((None, BatchMode::Default));
     rows
 }
 
