@@ -78,10 +78,9 @@ pub(crate) fn compare(
             }
             // Every proof is checked: the first that differs from cuzk's,
             // else the first.
-            let Some(theirs) = resp
-                .proofs
-                .iter()
-                .find(|p| *p != ours)
+            let Some(theirs) = differ
+                .first()
+                .map(|&i| &resp.proofs[i])
                 .or(resp.proofs.first())
                 .cloned()
             else {
