@@ -225,8 +225,11 @@ impl Registry {
     ///
     /// # Errors
     /// [`Error::NotFound`] for an unknown id; [`Error::InvalidArgument`]
-    /// for key files that do not parse or disagree; [`Error::Prover`] when
-    /// the key cannot be uploaded.
+    /// for an id that is not a plain name; [`Error::FailedPrecondition`]
+    /// naming the file for circuit files that do not parse, hold a point
+    /// off its curve, or disagree (damaged: write them again); [`Error::Io`]
+    /// when a file cannot be read; [`Error::Prover`] when the key cannot be
+    /// uploaded.
     pub fn acquire(&self, id: &str) -> Result<CircuitUse> {
         loop {
             let c = self.load(id)?;
@@ -347,7 +350,7 @@ impl Registry {
             validate,
         )
         .map_err(|e| {
-            Error::InvalidArgument(format!(
+            Error::FailedPrecondition(format!(
                 "{}: not an ark-serialize uncompressed Groth16 proving key over \
                      BLS12-381: {e}",
                 pk_path.display()
@@ -355,14 +358,19 @@ impl Registry {
         })?;
         if !self.verify_keys {
             check_on_curve(&pk).map_err(|what| {
-                Error::InvalidArgument(format!(
+                Error::FailedPrecondition(format!(
                     "{}: a point of the {what} is not on its curve: the file is damaged \
                      (write it again with `cuzk keygen`)",
                     pk_path.display()
                 ))
             })?;
         }
-        let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE))?;
+        let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE)).map_err(|e| match e {
+            // A file that does not decode is damaged; one that cannot be
+            // read is this host's problem.
+            cuzk_prover::Error::InvalidArgument(m) => Error::FailedPrecondition(m),
+            other => Error::Prover(other),
+        })?;
         check_agree(id, &pk, &r1cs)?;
         let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
         let key_bytes = pk.uncompressed_size() as u64;
@@ -432,7 +440,7 @@ fn check_agree(id: &str, pk: &ProvingKey, r1cs: &cuzk_prover::r1cs_file::R1csFil
     let ic = pk.vk.gamma_abc_g1.len();
     let witness = r1cs.num_variables.saturating_sub(r1cs.num_inputs);
     if ic != r1cs.num_inputs || pk.l_query.len() != witness {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::FailedPrecondition(format!(
             "circuit `{id}`: the key has {ic} instance and {} witness variables, the R1CS file \
              {} and {witness}: they belong to different circuits (write both with `cuzk keygen`)",
             pk.l_query.len(),

@@ -315,9 +315,10 @@ impl Config {
         }
     }
 
-    /// Checks the values that have limits, that a daemon reachable from
-    /// other hosts authenticates its clients (a token, or client
-    /// certificates; else `allow_unauthenticated`), and that the
+    /// Checks the form of the listen addresses (`HOST:PORT`, or
+    /// `unix:PATH` for gRPC), the values that have limits, that a daemon
+    /// reachable from other hosts authenticates its clients (a token, or
+    /// client certificates; else `allow_unauthenticated`), and that the
     /// TLS settings fit together (the certificate and the key both or
     /// neither, none on a Unix socket). Reads no file:
     /// [`Config::auth_token`] reads the token, [`Config::tls`] the TLS
@@ -327,6 +328,10 @@ impl Config {
     /// [`Error::InvalidArgument`] naming the setting and what to give.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidArgument(m.into()));
+        check_address("listen", &self.listen, true)?;
+        if !self.metrics_listen.is_empty() {
+            check_address("metrics_listen", &self.metrics_listen, false)?;
+        }
         // Client certificates (mutual TLS) authenticate as a token does.
         if self.auth_token_file.is_none()
             && self.tls_client_ca_file.is_none()
@@ -373,6 +378,41 @@ impl Config {
     }
 }
 
+/// Checks the form of a listen address: `HOST:PORT` with a port in
+/// 0..=65535 (HOST an IP address, `[IPv6]`, or a name), or, where `unix`
+/// allows it, `unix:PATH` with a non-empty PATH. Resolves no name.
+fn check_address(what: &str, addr: &str, unix: bool) -> Result<()> {
+    let addr = addr.trim();
+    let form = if unix {
+        "HOST:PORT (e.g. 127.0.0.1:9820) or unix:PATH"
+    } else {
+        "HOST:PORT (e.g. 127.0.0.1:9821)"
+    };
+    if let Some(path) = addr.strip_prefix("unix:") {
+        if unix && !path.is_empty() {
+            return Ok(());
+        }
+        return Err(Error::InvalidArgument(format!(
+            "{what} `{addr}`: give {form}"
+        )));
+    }
+    if addr.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    match addr.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !host.contains(':') => {
+            port.parse::<u16>().map(|_| ()).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "{what} `{addr}`: the port `{port}` is not a number in 0..=65535; give {form}"
+                ))
+            })
+        }
+        _ => Err(Error::InvalidArgument(format!(
+            "{what} `{addr}` is not an address: give {form}"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +441,33 @@ mod tests {
     }
 
     #[test]
+    fn malformed_addresses_are_named() {
+        for (listen, says) in [
+            ("notanaddress", "is not an address"),
+            ("127.0.0.1:99999", "the port `99999`"),
+            ("host:", "the port ``"),
+            ("unix:", "give HOST:PORT"),
+            (":9820", "is not an address"),
+        ] {
+            let c = Config {
+                listen: listen.into(),
+                ..Config::default()
+            };
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains(listen), "{listen}: {e}");
+        }
+        let c = Config {
+            metrics_listen: "unix:/tmp/m.sock".into(),
+            ..Config::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("metrics_listen"), "{e}");
+        for ok in ["example.org:9820", "[::]:1", "0.0.0.0:0"] {
+            check_address("listen", ok, true).unwrap();
+        }
+    }
+
+    #[test]
     fn a_reachable_address_needs_a_token_or_the_opt_out() {
         let at = |listen: &str| Config {
             listen: listen.into(),
@@ -425,7 +492,6 @@ mod tests {
             "[2001:db8::1]:9820",
             "prover-1:9820",
             "localhost.example.com:9820",
-            "garbage",
         ] {
             let c = at(reachable);
             assert!(!c.listen_is_local(), "{reachable}");

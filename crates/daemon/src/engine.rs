@@ -159,7 +159,8 @@ pub struct Engine {
     /// Page-locked buffers for the assignments of GPU lanes' jobs.
     pinned: PinnedPool,
     /// The data directory's lock, held while the engine lives.
-    _lock: std::fs::File,
+    /// The data directory's lock, and the SQLite store's.
+    _lock: (std::fs::File, Option<std::fs::File>),
 }
 
 impl Engine {
@@ -198,6 +199,36 @@ impl Engine {
                 lock_path.display()
             )));
         }
+        // One daemon a SQLite file too: a second one with its own data
+        // directory but this store would requeue the first's running jobs
+        // (several daemons share a queue through PostgreSQL).
+        let store_lock = match sqlite_file(&config.database_url()) {
+            Some(db) => {
+                let p = PathBuf::from(format!("{}.lock", db.display()));
+                let f = std::fs::File::create(&p)
+                    .map_err(|e| Error::io(format!("creating {}", p.display()), e))?;
+                if f.try_lock().is_err() {
+                    return Err(Error::FailedPrecondition(format!(
+                        "another cuzk-daemon uses the SQLite job store {} (it holds {}): a \
+                         SQLite store serves one daemon; give each daemon its own, or share \
+                         a PostgreSQL store (--database-url postgres://...)",
+                        db.display(),
+                        p.display()
+                    )));
+                }
+                Some(f)
+            }
+            None => None,
+        };
+        for d in config.key_dirs() {
+            if !d.is_dir() {
+                tracing::warn!(
+                    dir = %d.display(),
+                    "the key directory does not exist: no circuit can be found there until \
+                     `cuzk keygen --key-dir` writes one"
+                );
+            }
+        }
         let store = JobStore::open(&config.database_url()).await?;
         if store.kind() == StoreKind::Sqlite {
             let n = store.requeue_running().await?;
@@ -229,7 +260,10 @@ impl Engine {
             None => match cuzk_field::gpu::device_count() {
                 Ok(n) => (0..n as i32).collect(),
                 Err(e) => {
-                    tracing::info!("no GPU ({e}): proving on the CPU path");
+                    tracing::warn!(
+                        "no GPU ({e}): proving on the CPU path, far slower (give --devices cpu \
+                         to choose it)"
+                    );
                     Vec::new()
                 }
             },
@@ -274,7 +308,7 @@ impl Engine {
                 // A worker's current job and the one it loads ahead.
                 2 * lanes.len() * config.gpu_workers_per_device,
             ),
-            _lock: lock,
+            _lock: (lock, store_lock),
             config,
         });
         let mut handles = Vec::new();
@@ -893,7 +927,13 @@ impl Engine {
         let circuit = self
             .registry
             .acquire(&job.circuit_id)
-            .map_err(Fault::Daemon)?;
+            .map_err(|e| match e {
+                // Damaged circuit files stay damaged until someone writes them
+                // again: another attempt would load them again (a 2^27 key:
+                // tens of GB) to fail the same way.
+                Error::FailedPrecondition(_) => Fault::Job(e),
+                other => Fault::Daemon(other),
+            })?;
         let t = Instant::now();
         let (z, num_inputs) =
             assignment::read_full_file_with(Path::new(&job.payload_path), |n| self.pinned.take(n))
@@ -1294,4 +1334,33 @@ fn host_memory_bytes() -> u64 {
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
         .map_or(16 << 30, |kb| kb * 1024)
+}
+
+/// The database file of a `sqlite:` URL (`sqlite://PATH`, `sqlite:PATH`,
+/// options after `?` ignored); `None` for other databases and in-memory
+/// SQLite.
+fn sqlite_file(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or("");
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_file;
+    use std::path::PathBuf;
+
+    #[test]
+    fn sqlite_urls_name_their_file() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(
+            sqlite_file("sqlite:///var/cuzk/jobs.db"),
+            p("/var/cuzk/jobs.db")
+        );
+        assert_eq!(sqlite_file("sqlite://jobs.db?mode=rwc"), p("jobs.db"));
+        assert_eq!(sqlite_file("sqlite:rel/jobs.db"), p("rel/jobs.db"));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("postgres://u@h/db"), None);
+    }
 }

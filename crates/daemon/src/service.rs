@@ -223,22 +223,127 @@ impl pb::prover_server::Prover for ProverService {
     }
 }
 
+/// The daemon's sockets, bound before its engine starts
+/// ([`Listeners::bind`]), so that a taken address fails the start before
+/// any job is claimed: the gRPC listener (TCP, or a Unix socket that this
+/// daemon removes when it stops) and, with `metrics_listen`, the metrics
+/// endpoint's.
+#[derive(Debug)]
+pub struct Listeners {
+    grpc: Grpc,
+    metrics: Option<tokio::net::TcpListener>,
+}
+
+#[derive(Debug)]
+enum Grpc {
+    Tcp(tokio::net::TcpListener),
+    /// The socket's path and its inode, to remove it at the end only while
+    /// it is still this daemon's.
+    Unix(tokio::net::UnixListener, std::path::PathBuf, u64),
+}
+
+impl Listeners {
+    /// Binds `config.listen` and `config.metrics_listen` (if set). A Unix
+    /// socket path where a socket nobody answers on is left (a daemon that
+    /// was killed) is taken over; one where a server answers, or any other
+    /// kind of file, is refused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed address;
+    /// [`Error::FailedPrecondition`] when another process serves on the
+    /// Unix socket's path or the path is not a socket; [`Error::Io`] naming
+    /// the address when it cannot be bound (in use, no permission).
+    pub async fn bind(config: &crate::Config) -> crate::Result<Self> {
+        config.validate()?;
+        let listen = config.listen.trim();
+        let grpc = if let Some(path) = listen.strip_prefix("unix:") {
+            let path = std::path::PathBuf::from(path);
+            take_stale_socket(&path)?;
+            let uds = tokio::net::UnixListener::bind(&path)
+                .map_err(|e| Error::io(format!("binding unix socket {}", path.display()), e))?;
+            let ino = socket_inode(&path).unwrap_or(0);
+            Grpc::Unix(uds, path, ino)
+        } else {
+            Grpc::Tcp(
+                tokio::net::TcpListener::bind(listen)
+                    .await
+                    .map_err(|e| Error::io(format!("binding {listen}"), e))?,
+            )
+        };
+        let metrics = if config.metrics_listen.is_empty() {
+            None
+        } else {
+            let addr = config.metrics_listen.trim();
+            Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| Error::io(format!("binding the metrics endpoint {addr}"), e))?,
+            )
+        };
+        Ok(Listeners { grpc, metrics })
+    }
+}
+
+fn socket_inode(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| m.ino())
+}
+
+/// Makes way for a Unix socket at `path`: nothing there, or a socket no
+/// server answers on (removed). Refuses a live socket and any other file.
+fn take_stale_socket(path: &std::path::Path) -> crate::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_socket() {
+        return Err(Error::FailedPrecondition(format!(
+            "listen unix:{}: the path exists and is not a socket; give a path that does not              exist (the daemon creates the socket)",
+            path.display()
+        )));
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(Error::FailedPrecondition(format!(
+            "listen unix:{}: another process serves on this socket (a cuzk-daemon already              running?); stop it or give another path",
+            path.display()
+        )));
+    }
+    std::fs::remove_file(path)
+        .map_err(|e| Error::io(format!("removing the stale socket {}", path.display()), e))
+}
+
 /// Serves the Prover service (and, with `metrics_listen`, the metrics)
 /// on the engine's `listen` address until `stop` resolves, then shuts the
-/// engine down (running proofs get `shutdown_grace_secs`). With the
-/// engine's [`Engine::auth_token`], every Prover call without it gets
-/// UNAUTHENTICATED ([`crate::auth::RequireToken`]); the metrics endpoint
-/// needs none. With the engine's [`Engine::tls`], the TCP listener serves
-/// gRPC over TLS (requiring client certificates with
+/// engine down: [`Listeners::bind`] then [`serve_bound`]. A daemon binds
+/// its listeners before [`Engine::start`] instead, so that a taken address
+/// fails before any job is claimed.
+///
+/// # Errors
+/// Those of [`Listeners::bind`] and [`serve_bound`].
+pub async fn serve(
+    engine: Arc<Engine>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> crate::Result<()> {
+    let listeners = Listeners::bind(engine.config()).await?;
+    serve_bound(engine, listeners, stop).await
+}
+
+/// Serves the Prover service on `listeners` (bound from the engine's
+/// configuration) until `stop` resolves, then shuts the engine down
+/// (running proofs get `shutdown_grace_secs`) and removes its Unix socket.
+/// With the engine's [`Engine::auth_token`], every Prover call without it
+/// gets UNAUTHENTICATED ([`crate::auth::RequireToken`]); the metrics
+/// endpoint needs none. With the engine's [`Engine::tls`], the TCP listener
+/// serves gRPC over TLS (requiring client certificates with
 /// `tls_client_ca_file`); a token on an address other hosts can reach
 /// without TLS is served, with a warning that it travels in clear.
 ///
 /// # Errors
-/// [`Error::Io`] when the address cannot be bound;
 /// [`Error::InvalidArgument`] when the TLS settings cannot be used;
 /// [`Error::Internal`] when the server fails.
-pub async fn serve(
+pub async fn serve_bound(
     engine: Arc<Engine>,
+    listeners: Listeners,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> crate::Result<()> {
     let (tx, rx) = tokio::sync::watch::channel(false);
@@ -253,20 +358,11 @@ pub async fn serve(
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let metrics = if engine.config().metrics_listen.is_empty() {
-        None
-    } else {
-        // Bound here, so that a taken port fails the start, not silently.
-        let addr = engine.config().metrics_listen.clone();
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .map_err(|e| Error::io(format!("binding the metrics endpoint {addr}"), e))?;
+    let metrics = listeners.metrics.map(|listener| {
         let e = engine.clone();
         let stop = stopped(rx.clone());
-        Some(tokio::spawn(async move {
-            crate::metrics::serve_on(e, listener, stop).await
-        }))
-    };
+        tokio::spawn(async move { crate::metrics::serve_on(e, listener, stop).await })
+    });
     let max = engine.config().max_inline_bytes as usize + (1 << 20);
     let svc = pb::prover_server::ProverServer::new(ProverService::new(engine.clone()))
         .max_decoding_message_size(max)
@@ -276,7 +372,7 @@ pub async fn serve(
         crate::auth::RequireToken::new(engine.auth_token().cloned()),
     );
     let listen = engine.config().listen.clone();
-    let is_unix = listen.starts_with("unix:");
+    let is_unix = matches!(listeners.grpc, Grpc::Unix(..));
     let mut server = tonic::transport::Server::builder();
     // Config::validate refuses TLS with a Unix socket; TCP only here.
     let tls = engine.tls().filter(|_| !is_unix);
@@ -303,41 +399,43 @@ pub async fn serve(
              --tls-cert-file PATH and --tls-key-file PATH (tls_cert_file, tls_key_file)"
         );
     }
-    let served = if let Some(path) = listen.strip_prefix("unix:") {
-        let _ = std::fs::remove_file(path);
-        let uds = tokio::net::UnixListener::bind(path)
-            .map_err(|e| Error::io(format!("binding unix socket {path}"), e))?;
-        tracing::info!(
-            socket = path,
-            token = engine.auth_token().is_some(),
-            "serving gRPC"
-        );
-        router
-            .serve_with_incoming_shutdown(
-                tokio_stream::wrappers::UnixListenerStream::new(uds),
-                stopped(rx.clone()),
-            )
-            .await
-    } else {
-        let l = tokio::net::TcpListener::bind(&listen)
-            .await
-            .map_err(|e| Error::io(format!("binding {listen}"), e))?;
-        tracing::info!(
-            addr = %listen,
-            token = engine.auth_token().is_some(),
-            tls = tls.is_some(),
-            client_certificates = client_certs,
-            "serving gRPC"
-        );
-        router
-            .serve_with_incoming_shutdown(
-                tokio_stream::wrappers::TcpListenerStream::new(l),
-                stopped(rx.clone()),
-            )
-            .await
+    let (served, unix) = match listeners.grpc {
+        Grpc::Unix(uds, path, ino) => {
+            tracing::info!(
+                socket = %path.display(),
+                token = engine.auth_token().is_some(),
+                "serving gRPC"
+            );
+            let served = router
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::UnixListenerStream::new(uds),
+                    stopped(rx.clone()),
+                )
+                .await;
+            (served, Some((path, ino)))
+        }
+        Grpc::Tcp(l) => {
+            tracing::info!(
+                addr = %listen,
+                token = engine.auth_token().is_some(),
+                tls = tls.is_some(),
+                client_certificates = client_certs,
+                "serving gRPC"
+            );
+            let served = router
+                .serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(l),
+                    stopped(rx.clone()),
+                )
+                .await;
+            (served, None)
+        }
     };
-    if let Some(path) = listen.strip_prefix("unix:") {
-        let _ = std::fs::remove_file(path);
+    // The socket file, unless another process has replaced it since.
+    if let Some((path, ino)) = unix {
+        if socket_inode(&path) == Some(ino) {
+            let _ = std::fs::remove_file(&path);
+        }
     }
     served.map_err(|e| Error::Internal(format!("gRPC server: {e}")))?;
     tracing::info!("stopping: waiting for running proofs");

@@ -81,7 +81,9 @@ impl JobStore {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a URL of another database;
-    /// [`Error::Store`] when the database cannot be reached.
+    /// [`Error::Unavailable`] naming the store (password hidden) and the
+    /// cause when its first connection fails; [`Error::Store`] when a
+    /// later statement fails.
     pub async fn open(url: &str) -> Result<Self> {
         sqlx::any::install_default_drivers();
         let kind = if url.starts_with("sqlite:") {
@@ -117,6 +119,26 @@ impl JobStore {
             }
             opts
         };
+        // One connection first: a pool retries a failing connection until
+        // its acquire timeout and then reports the timeout, not the cause
+        // (a refused connection, a file that is not a database).
+        {
+            use sqlx::Connection;
+            let cause = |e: sqlx::Error| {
+                Error::Unavailable(format!(
+                    "job store {}: {e}; check the URL, that the server runs, or that the file \
+                     is a SQLite database of cuzk-daemon",
+                    redact(&url)
+                ))
+            };
+            let mut c = sqlx::AnyConnection::connect(&url).await.map_err(cause)?;
+            if kind == StoreKind::Sqlite {
+                c.execute("PRAGMA journal_mode = WAL")
+                    .await
+                    .map_err(cause)?;
+            }
+            let _ = c.close().await;
+        }
         let pool = options(if kind == StoreKind::Sqlite { 4 } else { 8 })
             .connect(&url)
             .await?;

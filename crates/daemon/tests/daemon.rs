@@ -27,9 +27,22 @@ async fn every_call_and_bad_input_in_process() {
     };
     let engine = Engine::start(config.clone()).await.unwrap();
     // One daemon a data directory.
-    let e = Engine::start(config).await.unwrap_err().to_string();
+    let e = Engine::start(config.clone()).await.unwrap_err().to_string();
     assert!(
         e.contains("another cuzk-daemon uses the data directory"),
+        "{e}"
+    );
+    // One daemon a SQLite store, whatever its data directory.
+    let e = Engine::start(Config {
+        data_dir: tmp.path().join("other"),
+        database_url: format!("sqlite://{}", tmp.path().join("data/jobs.db").display()),
+        ..config.clone()
+    })
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("another cuzk-daemon uses the SQLite job store"),
         "{e}"
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -37,6 +50,12 @@ async fn every_call_and_bad_input_in_process() {
         let _ = stopped.await;
     }));
     let mut c = connect(port).await;
+    // The address is taken: binding it again fails and names it.
+    let e = service::Listeners::bind(&config)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&format!("binding 127.0.0.1:{port}")), "{e}");
 
     // Inline, with an idempotency key: the second submission is the first job.
     let a = witness(ONE, 1);
@@ -478,7 +497,57 @@ fn cli_over_a_unix_socket() {
     assert!(out.contains("the proof verifies"), "{out}");
     let out = cli(&["status"]);
     assert!(out.contains("1 done"), "{out}");
+    // A second daemon on the same socket is refused, and the first still
+    // answers.
+    let e = refused_start(&tmp.path().join("data2"), &["--listen", &listen]);
+    assert!(e.contains("another process serves on this socket"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(cli(&["status"]).contains("1 done"));
+    // An unknown job: `await` names it and fails.
+    let (ok, out) = run_cli(&["--addr", &listen, "await", "no-such-job"]);
+    assert!(!ok && out.contains("no-such-job"), "{out}");
     assert!(d.terminate());
+    assert!(!sock.exists(), "the socket is removed at exit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unix_socket_path_is_taken_only_from_a_dead_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let at = |p: &std::path::Path| Config {
+        listen: format!("unix:{}", p.display()),
+        ..Config::default()
+    };
+    // A regular file is never replaced.
+    let file = tmp.path().join("config.toml");
+    std::fs::write(&file, "x").unwrap();
+    let e = service::Listeners::bind(&at(&file))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is not a socket"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    // A socket some process serves on is refused.
+    let live = tmp.path().join("live.sock");
+    let _server = std::os::unix::net::UnixListener::bind(&live).unwrap();
+    let e = service::Listeners::bind(&at(&live))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("another process serves on this socket"), "{e}");
+    // A socket left by a process that died is taken over.
+    let stale = tmp.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    service::Listeners::bind(&at(&stale)).await.unwrap();
+    // A malformed address is named, not taken for a reachable one.
+    let e = service::Listeners::bind(&Config {
+        listen: "127.0.0.1:99999".into(),
+        ..Config::default()
+    })
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("the port `99999`"), "{e}");
 }
 
 /// The code and message of a refused call, checked to be UNAUTHENTICATED.
@@ -617,6 +686,17 @@ fn the_daemon_refuses_to_start_unguarded_or_with_a_bad_token_file() {
     let empty_s = empty.display().to_string();
     let e = refused(&["--listen", "0.0.0.0:0", "--auth-token-file", &empty_s]);
     assert!(e.contains(&empty_s) && e.contains("is empty"), "{e}");
+    // A taken port fails the start before the engine's workers start.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let e = refused(&["--listen", &addr]);
+    assert!(e.contains(&format!("binding {addr}")), "{e}");
+    assert!(
+        !e.contains("panicked") && !e.contains("engine started"),
+        "{e}"
+    );
+    let e = refused(&["--listen", "notanaddress"]);
+    assert!(e.contains("is not an address"), "{e}");
 }
 
 /// The error output of a `cuzk-daemon` over `data` with `extra` flags,

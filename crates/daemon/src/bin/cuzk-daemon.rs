@@ -146,14 +146,20 @@ fn config(a: Args) -> anyhow::Result<Config> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        // Colours for a person at a terminal, plain text in a log file.
+        .with_ansi(std::io::stdout().is_terminal())
         .init();
     let c = config(Args::parse())?;
+    // The addresses first: one that is taken fails the start before the
+    // engine claims or requeues any job.
+    let listeners = service::Listeners::bind(&c).await?;
     let engine = Engine::start(c).await?;
-    service::serve(engine, async {
+    service::serve_bound(engine, listeners, async {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         tokio::select! {

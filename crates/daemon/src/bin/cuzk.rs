@@ -100,20 +100,28 @@ struct SubmitArgs {
 enum Cmd {
     /// Queue a proof; prints the job id.
     Submit(SubmitArgs),
-    /// Wait for a job; writes its proof with --out.
+    /// Wait for a job to end; writes its proof with --out. Exits 0 when
+    /// the proof is done, 1 when the job failed or was cancelled, 3 when
+    /// --timeout-ms passed first (the job goes on).
     Await {
         job: String,
-        #[arg(long, default_value_t = 0)]
-        timeout_ms: u64,
+        /// Wait at most this long, milliseconds; without it, until the job
+        /// ends however long its queue.
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+        /// Where to write the proof (ark-serialize, compressed).
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Submit and wait.
+    /// Submit and wait, as `submit` then `await`.
     Prove {
         #[command(flatten)]
         submit: SubmitArgs,
-        #[arg(long, default_value_t = 0)]
-        timeout_ms: u64,
+        /// Wait at most this long, milliseconds; without it, until the job
+        /// ends. On timeout it exits 3 and the job goes on.
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+        /// Where to write the proof (ark-serialize, compressed).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -380,25 +388,66 @@ fn report(r: &pb::ProofResult, out: Option<&PathBuf>) -> Result<()> {
             Ok(())
         }
         pb::JobState::Failed => bail!("job {} failed: {}", r.job_id, r.error),
-        other => bail!("job {}: {}", r.job_id, other.as_str_name()),
+        pb::JobState::Cancelled => bail!("job {} was cancelled: no proof", r.job_id),
+        other => bail!("job {}: {}", r.job_id, state_words(other)),
     }
 }
 
-/// Waits for `job` and reports it (see [`report`]).
+/// A job's state in words.
+fn state_words(s: pb::JobState) -> &'static str {
+    match s {
+        pb::JobState::Queued => "queued",
+        pb::JobState::Running => "running",
+        pb::JobState::Done => "done",
+        pb::JobState::Failed => "failed",
+        pb::JobState::Cancelled => "cancelled",
+        pb::JobState::Unspecified => "in an unknown state",
+    }
+}
+
+/// The exit status of `await` and `prove` when their --timeout-ms passed
+/// with the job still queued or running.
+const EXIT_STILL_PENDING: i32 = 3;
+
+/// Waits for `job` to end and reports it (see [`report`]): without
+/// `timeout_ms`, however long that takes (each AwaitProof call lasts up to
+/// the daemon's await_timeout_ms, and is made again while the job is
+/// queued or running); with it, at most that long, then the process exits
+/// with [`EXIT_STILL_PENDING`] saying how to wait again.
 async fn await_and_report(
     c: &mut Client,
     job: String,
-    timeout_ms: u64,
+    timeout_ms: Option<u64>,
     out: Option<&PathBuf>,
 ) -> Result<()> {
-    let r = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id: job,
-            timeout_ms,
-        })
-        .await?
-        .into_inner();
-    report(&r, out)
+    let start = std::time::Instant::now();
+    loop {
+        let left = match timeout_ms {
+            // At least 1 ms: 0 would ask for the daemon's default.
+            Some(t) => (t.saturating_sub(start.elapsed().as_millis() as u64)).max(1),
+            None => 0,
+        };
+        let r = c
+            .await_proof(pb::AwaitProofRequest {
+                job_id: job.clone(),
+                timeout_ms: left,
+            })
+            .await?
+            .into_inner();
+        let state = pb::JobState::try_from(r.state).unwrap_or(pb::JobState::Unspecified);
+        if !matches!(state, pb::JobState::Queued | pb::JobState::Running) {
+            return report(&r, out);
+        }
+        if let Some(t) = timeout_ms {
+            if start.elapsed().as_millis() as u64 >= t {
+                eprintln!(
+                    "job {job}: still {} after {t} ms; it goes on: `cuzk await {job}` waits                      again",
+                    state_words(state)
+                );
+                std::process::exit(EXIT_STILL_PENDING);
+            }
+        }
+    }
 }
 
 fn status_table(s: &pb::GetStatusResponse) {
@@ -539,7 +588,16 @@ async fn run(cli: Cli) -> Result<()> {
                 .await?
                 .into_inner();
             let s = pb::JobState::try_from(r.state).unwrap_or(pb::JobState::Unspecified);
-            println!("{}", s.as_str_name());
+            match s {
+                pb::JobState::Cancelled => println!("cancelled"),
+                pb::JobState::Running => println!(
+                    "cancellation requested: the running proof is discarded when it completes"
+                ),
+                other => println!(
+                    "not cancelled: the job had already ended ({})",
+                    state_words(other)
+                ),
+            }
         }
         Cmd::Status { raw } => {
             let mut c = client(&cli.conn).await?;
