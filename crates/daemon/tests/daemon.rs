@@ -999,3 +999,35 @@ fn the_daemon_refuses_to_start_with_bad_tls_settings() {
     );
     assert!(e.contains(&cert) && e.contains(&other_key), "{e}");
 }
+
+#[test]
+fn keygen_writes_over_a_key_only_with_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().display().to_string();
+    let keygen = |extra: &[&str]| {
+        let mut args = vec!["keygen", "--key-dir", &dir, "--porep-log-domain", "8"];
+        args.extend_from_slice(extra);
+        run_cli(&args)
+    };
+    let (ok, out) = keygen(&[]);
+    assert!(ok, "{out}");
+    let pk = tmp.path().join("porep-2^8/pk.bin");
+    let before = std::fs::read(&pk).unwrap();
+    let (ok, out) = keygen(&[]);
+    assert!(
+        !ok && out.contains("--force") && out.contains("already has a key"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(&pk).unwrap(),
+        before,
+        "the key is left as it was"
+    );
+    let (ok, out) = keygen(&["--force"]);
+    assert!(ok, "{out}");
+    assert_ne!(
+        std::fs::read(&pk).unwrap(),
+        before,
+        "a new random-point key"
+    );
+}

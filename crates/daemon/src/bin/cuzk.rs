@@ -140,6 +140,7 @@ enum Cmd {
     /// Write a circuit directory (key, verifying key, R1CS) for a SHA-256
     /// chain of --rounds compressions, by ark-groth16's setup (local).
     Keygen {
+        /// The key directory: the circuit's files go to KEY_DIR/ID/.
         #[arg(long)]
         key_dir: PathBuf,
         /// Circuit id; default sha256-chain-ROUNDS or porep-2^LOG.
@@ -155,6 +156,11 @@ enum Cmd {
         /// Structure seed of the PoRep-shaped circuit.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Write over a circuit directory that already holds a key (a
+        /// daemon that has it loaded goes on with the old key until `cuzk
+        /// evict ID`).
+        #[arg(long)]
+        force: bool,
     },
     /// Write the assignment of a PoRep-shaped circuit (local): the
     /// partition `--partition` of the circuit `keygen --porep-log-domain`
@@ -507,6 +513,22 @@ fn status_table(s: &pb::GetStatusResponse) {
     );
 }
 
+/// Refuses to write circuit `id` under `key_dir` over an existing key
+/// unless `force`: a daemon with the old key loaded would go on proving
+/// with it, and its proofs would not verify against the new `vk.bin`.
+fn refuse_overwrite(key_dir: &std::path::Path, id: &str, force: bool) -> Result<()> {
+    let pk = key_dir.join(id).join("pk.bin");
+    if pk.exists() && !force {
+        bail!(
+            "{} exists: circuit `{id}` already has a key, which a running daemon may have \
+             loaded. Give --force to write a new one (then `cuzk evict {id}` on every daemon \
+             that has it loaded), or another --id",
+            pk.display()
+        );
+    }
+    Ok(())
+}
+
 fn parse_preimage(h: &str) -> Result<[u8; 32]> {
     let v = hex::decode(h).context("--preimage: not hex")?;
     v.try_into()
@@ -641,9 +663,11 @@ async fn run(cli: Cli) -> Result<()> {
             id,
             porep_log_domain: Some(log),
             seed,
+            force,
             ..
         } => {
             let id = id.unwrap_or_else(|| format!("porep-2^{log}"));
+            refuse_overwrite(&key_dir, &id, force)?;
             let dir = circuits::keygen_porep(&key_dir, &id, log, seed, &mut rand::rngs::OsRng)?;
             println!(
                 "{}: PoRep-shaped, 2^{log} domain, random-point key (proofs do not verify)",
@@ -669,9 +693,11 @@ async fn run(cli: Cli) -> Result<()> {
             key_dir,
             id,
             rounds,
+            force,
             ..
         } => {
             let id = id.unwrap_or_else(|| format!("sha256-chain-{rounds}"));
+            refuse_overwrite(&key_dir, &id, force)?;
             let circuit = Sha256Chain::new([0u8; 32], rounds);
             let syn = cuzk_prover::synthesize(circuit.clone(), false)?;
             let dir = circuits::keygen(&key_dir, &id, circuit, &syn, &mut rand::rngs::OsRng)?;
