@@ -27,6 +27,10 @@ pub const PK_FILE: &str = "pk.bin";
 pub const VK_FILE: &str = "vk.bin";
 /// The R1CS matrices' file.
 pub const R1CS_FILE: &str = "r1cs.bin";
+/// A file whose presence marks a circuit's key as random points (written
+/// by [`keygen_porep`] for benchmarks): its proofs cannot verify, so the
+/// daemon does not check them (`Config::verify_proofs`).
+pub const RANDOM_KEY_FILE: &str = "random-key";
 
 /// Where proofs run: one lane a GPU (sharing its memory budget across
 /// circuits), or CPU lanes without one.
@@ -81,6 +85,10 @@ pub struct LoadedCircuit {
     pub host_bytes: u64,
     /// Time it took to load, ms.
     pub load_ms: f64,
+    /// The key's prepared verifying key, where each proof is checked
+    /// before it is stored (`Config::verify_proofs`, and a key that is not
+    /// random points).
+    pub verifier: Option<ark_groth16::PreparedVerifyingKey<ark_bls12_381::Bls12_381>>,
     in_use: AtomicUsize,
     last_used: Mutex<Instant>,
 }
@@ -127,6 +135,7 @@ pub struct Registry {
     lanes: Lanes,
     workers: usize,
     verify_keys: bool,
+    verify_proofs: bool,
     loaded: Mutex<HashMap<String, Arc<LoadedCircuit>>>,
     /// One lock a circuit being loaded, so that it loads once.
     loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -135,13 +144,16 @@ pub struct Registry {
 impl Registry {
     /// A registry over `key_dirs`, keys held under `budget` bytes of host
     /// memory, proving on `lanes` with `workers` workers a lane; with
-    /// `verify_keys`, every key point is checked as it loads.
+    /// `verify_keys`, every key point is checked as it loads; with
+    /// `verify_proofs`, each loaded circuit without [`RANDOM_KEY_FILE`]
+    /// carries its prepared verifying key ([`LoadedCircuit::verifier`]).
     pub fn new(
         key_dirs: Vec<PathBuf>,
         budget: u64,
         lanes: Lanes,
         workers: usize,
         verify_keys: bool,
+        verify_proofs: bool,
     ) -> Self {
         Registry {
             key_dirs,
@@ -149,6 +161,7 @@ impl Registry {
             lanes,
             workers,
             verify_keys,
+            verify_proofs,
             loaded: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
         }
@@ -365,6 +378,8 @@ impl Registry {
                 ))
             })?;
         }
+        let verifier = (self.verify_proofs && !dir.join(RANDOM_KEY_FILE).exists())
+            .then(|| ark_groth16::prepare_verifying_key(&pk.vk));
         let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE)).map_err(|e| match e {
             // A file that does not decode is damaged; one that cannot be
             // read is this host's problem.
@@ -403,6 +418,7 @@ impl Registry {
             num_variables: r1cs.num_variables,
             host_bytes,
             load_ms: t.elapsed().as_secs_f64() * 1e3,
+            verifier,
             in_use: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
         })
@@ -508,6 +524,13 @@ pub fn keygen_porep<R: rand::RngCore>(
     let w = PorepShaped::new(log_domain, 1, seed).matrices()?;
     let pk = PorepShaped::random_key(&w, rng)?;
     write_dir(&dir, &pk, &w)?;
+    let marker = dir.join(RANDOM_KEY_FILE);
+    std::fs::write(
+        &marker,
+        "This circuit's proving key is random points (cuzk keygen --porep-log-domain), for \
+         benchmarks: its proofs do not verify, and cuzk-daemon does not check them.\n",
+    )
+    .map_err(|e| Error::io(format!("writing {}", marker.display()), e))?;
     Ok(dir)
 }
 
@@ -571,7 +594,14 @@ mod tests {
     use rand::SeedableRng;
 
     fn registry(dir: &Path) -> Registry {
-        Registry::new(vec![dir.to_path_buf()], 1 << 30, Lanes::Cpu(1), 1, false)
+        Registry::new(
+            vec![dir.to_path_buf()],
+            1 << 30,
+            Lanes::Cpu(1),
+            1,
+            false,
+            true,
+        )
     }
 
     #[test]

@@ -119,6 +119,14 @@ pub struct Config {
     /// damaged file; the subgroup check guards against a key made to
     /// attack the prover.
     pub verify_keys: bool,
+    /// Check each proof against its circuit's verifying key before it is
+    /// stored (one pairing check: a few ms on a core, next to a proof's
+    /// hundreds). A proof that does not verify fails its job: the
+    /// assignment does not satisfy the circuit's constraints (the prover
+    /// does not check them), or a fault made a wrong proof. Keys of random
+    /// points (`cuzk keygen --porep-log-domain`, which marks them) are not
+    /// checked. Default true.
+    pub verify_proofs: bool,
     /// Times a job may be taken by a worker before it is failed (a job
     /// whose proofs keep crashing daemons, or that daemons keep giving
     /// back). Default 5.
@@ -160,6 +168,7 @@ impl Default for Config {
             shutdown_grace_secs: 600,
             worker_name: String::new(),
             verify_keys: false,
+            verify_proofs: true,
             max_attempts: 5,
             retain_finished_secs: 7 * 24 * 3600,
             load_ahead: true,

@@ -287,6 +287,7 @@ impl Engine {
             lanes.clone(),
             config.gpu_workers_per_device,
             config.verify_keys,
+            config.verify_proofs,
         );
         let engine = Arc::new(Engine {
             owner: config.worker_name(),
@@ -987,6 +988,8 @@ impl Engine {
             stats.busy_since_us.store(now_us() as u64, Ordering::SeqCst);
         }
         let r = circuit.prover.prove_on(lane, &pj);
+        // The instance (past the constant one), for the proof's check.
+        let public: Vec<Fr> = z[1..num_inputs].to_vec();
         self.pinned.give(z);
         if stats.busy_workers.fetch_sub(1, Ordering::SeqCst) == 1 {
             let since = stats.busy_since_us.load(Ordering::SeqCst);
@@ -998,6 +1001,20 @@ impl Engine {
             cuzk_prover::Error::InvalidArgument(_) => Fault::Job(Error::Prover(e)),
             other => Fault::Daemon(Error::Prover(other)),
         })?;
+        if let Some(pvk) = &circuit.verifier {
+            let verified = ark_groth16::Groth16::<ark_bls12_381::Bls12_381>::verify_proof(
+                pvk, &proof, &public,
+            );
+            if !matches!(verified, Ok(true)) {
+                return Err(Fault::Job(Error::InvalidArgument(format!(
+                    "the proof does not verify against circuit `{}`'s verifying key: the \
+                     assignment does not satisfy the circuit's constraints (check the witness), \
+                     or the circuit's files were written over while it was loaded (`cuzk evict \
+                     {}`)",
+                    circuit.id, circuit.id
+                ))));
+            }
+        }
         stats.proofs_done.fetch_add(1, Ordering::SeqCst);
         let mut bytes = Vec::new();
         proof

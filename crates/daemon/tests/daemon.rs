@@ -170,6 +170,19 @@ async fn every_call_and_bad_input_in_process() {
     let (k, m) = code(c.submit_proof(huge).await);
     assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
     assert!(m.contains("max_inline_bytes"), "{m}");
+    // An assignment that does not satisfy the circuit: the proof made from
+    // it does not verify, and the job fails saying so.
+    let mut unsat = witness(ONE, 3);
+    unsat.witness[0] += cuzk_prover::Fr::from(1u64);
+    let id = c
+        .submit_proof(inline(ONE, &unsat, "", pb::Priority::Normal))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let r = poll(&mut c, &id, 600_000).await;
+    assert_eq!(r.state, pb::JobState::Failed as i32, "{r:?}");
+    assert!(r.error.contains("does not satisfy"), "{}", r.error);
     // An idempotency key is one job of one circuit.
     let (k, m) = code(
         c.submit_proof(inline(TINY, &witness(TINY, 1), "k1", pb::Priority::High))
