@@ -683,9 +683,10 @@ impl Engine {
     }
 
     /// Stops taking jobs, waits up to `grace` for running proofs, and
-    /// closes the store. Jobs still running after `grace` return to the
-    /// queue when their lease runs out (on SQLite: at the next start).
-    pub async fn shutdown(&self, grace: Duration) {
+    /// closes the store. Returns how many workers were still proving when
+    /// `grace` passed (0 for a clean stop); their jobs return to the queue
+    /// when their lease runs out (on SQLite: at the next start).
+    pub async fn shutdown(&self, grace: Duration) -> usize {
         self.begin_shutdown();
         let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
         let deadline = Instant::now() + grace;
@@ -703,6 +704,7 @@ impl Engine {
             let _ = h.join();
         }
         self.store.close().await;
+        running
     }
 
     /// A worker thread of lane `lane`. With [`Config::load_ahead`], while

@@ -340,7 +340,9 @@ pub async fn serve(
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when the TLS settings cannot be used;
-/// [`Error::Internal`] when the server fails.
+/// [`Error::Internal`] when the server fails; [`Error::Unavailable`] when
+/// proofs were still running as the shutdown grace passed (the daemon
+/// stopped all the same).
 pub async fn serve_bound(
     engine: Arc<Engine>,
     listeners: Listeners,
@@ -439,11 +441,16 @@ pub async fn serve_bound(
     }
     served.map_err(|e| Error::Internal(format!("gRPC server: {e}")))?;
     tracing::info!("stopping: waiting for running proofs");
-    engine
-        .shutdown(Duration::from_secs(engine.config().shutdown_grace_secs))
-        .await;
+    let grace = engine.config().shutdown_grace_secs;
+    let running = engine.shutdown(Duration::from_secs(grace)).await;
     if let Some(m) = metrics {
         let _ = m.await;
+    }
+    if running > 0 {
+        return Err(Error::Unavailable(format!(
+            "stopped with {running} proofs still running after the shutdown grace of {grace} s \
+             (shutdown_grace_secs): their jobs return to the queue"
+        )));
     }
     Ok(())
 }

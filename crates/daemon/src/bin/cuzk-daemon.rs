@@ -1,7 +1,9 @@
 //! `cuzk-daemon`: the proving service. With no arguments it serves on
 //! 127.0.0.1:9820 with a SQLite job store and circuits under ./cuzk-data;
 //! `--config FILE` reads a TOML file (see `cuzk_daemon::Config`), and
-//! flags override it. SIGTERM or Ctrl-C stop it after the running proofs.
+//! flags override it. SIGTERM or Ctrl-C stop it after the running proofs
+//! (exit status 1 if the shutdown grace passed first); a second one stops
+//! it at once (status 130).
 //! On a TCP address other hosts can reach it needs `--auth-token-file`
 //! (every gRPC call then carries the token) or `--allow-unauthenticated`;
 //! `--tls-cert-file` and `--tls-key-file` serve it over TLS, so that the
@@ -160,13 +162,31 @@ async fn main() -> anyhow::Result<()> {
     let listeners = service::Listeners::bind(&c).await?;
     let engine = Engine::start(c).await?;
     service::serve_bound(engine, listeners, async {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-        }
+        stop_signal().await;
+        tracing::info!("stopping; a second SIGTERM or Ctrl-C exits at once");
+        tokio::spawn(async {
+            stop_signal().await;
+            eprintln!(
+                "cuzk-daemon: a second stop signal: exiting now; running jobs return to the \
+                 queue (SQLite: at the next start; PostgreSQL: when their lease runs out)"
+            );
+            std::process::exit(130);
+        });
     })
     .await?;
     Ok(())
+}
+
+/// Resolves at the next SIGTERM or Ctrl-C (SIGINT).
+async fn stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending().await,
+            }
+        } => {}
+    }
 }

@@ -574,6 +574,14 @@ fn explain(e: anyhow::Error, conn: &Connection) -> anyhow::Error {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // A reader that closes the pipe early (`cuzk status | head -1`) ends
+    // this process quietly, as it does other command-line tools, instead
+    // of println! panicking on EPIPE (Rust starts with SIGPIPE ignored).
+    // SAFETY: signal(2) sets the process's disposition for SIGPIPE to its
+    // default; it installs no handler and touches no Rust state.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let conn = cli.conn.clone();
     run(cli).await.map_err(|e| explain(e, &conn))
