@@ -303,11 +303,18 @@ const INLINE_MAX: u64 = 32 << 20;
 
 async fn submit(c: &mut Client, a: &SubmitArgs) -> Result<String> {
     let prio = pb::Priority::from(a.priority) as i32;
-    let len = std::fs::metadata(&a.assignment)
-        .with_context(|| format!("reading {}", a.assignment.display()))?
-        .len();
+    let meta = std::fs::metadata(&a.assignment)
+        .with_context(|| format!("reading {}", a.assignment.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "{} is not a file: give an assignment file (`cuzk witness` writes one)",
+            a.assignment.display()
+        );
+    }
+    let len = meta.len();
     let r = if a.by_path {
-        let path = std::fs::canonicalize(&a.assignment)?;
+        let path = std::fs::canonicalize(&a.assignment)
+            .with_context(|| format!("resolving {}", a.assignment.display()))?;
         c.submit_proof(pb::SubmitProofRequest {
             circuit_id: a.circuit.clone(),
             priority: prio,
@@ -318,7 +325,8 @@ async fn submit(c: &mut Client, a: &SubmitArgs) -> Result<String> {
         })
         .await?
     } else if len <= INLINE_MAX {
-        let bytes = std::fs::read(&a.assignment)?;
+        let bytes = std::fs::read(&a.assignment)
+            .with_context(|| format!("reading {}", a.assignment.display()))?;
         c.submit_proof(pb::SubmitProofRequest {
             circuit_id: a.circuit.clone(),
             priority: prio,
@@ -354,7 +362,8 @@ fn async_stream(
     header: pb::SubmitProofChunk,
 ) -> Result<impl tokio_stream::Stream<Item = pb::SubmitProofChunk>> {
     use std::io::Read;
-    let mut f = std::fs::File::open(&path)?;
+    let mut f =
+        std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     std::thread::spawn(move || {
         if tx.blocking_send(header).is_err() {
@@ -738,7 +747,8 @@ async fn run(cli: Cli) -> Result<()> {
             assignment,
         } => {
             let vk = circuits::read_vk(&circuit_dir)?;
-            let bytes = std::fs::read(&proof)?;
+            let bytes =
+                std::fs::read(&proof).with_context(|| format!("reading {}", proof.display()))?;
             let p = cuzk_prover::Proof::deserialize_compressed(&bytes[..])
                 .context("not a compressed Groth16 proof")?;
             let a = Assignment::read_file(&assignment)?;
