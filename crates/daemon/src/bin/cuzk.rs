@@ -488,11 +488,16 @@ fn status_table(s: &pb::GetStatusResponse) {
             d.busy_workers.to_string(),
             d.proofs_done.to_string(),
             format!("{:.1}", 100.0 * d.busy_fraction),
-            format!(
-                "{:.2} / {:.2}",
-                d.memory_available_bytes as f64 / (1u64 << 30) as f64,
-                d.memory_total_bytes as f64 / (1u64 << 30) as f64
-            ),
+            if d.memory_total_bytes == 0 {
+                // The CPU lane has no device memory.
+                "n/a".to_string()
+            } else {
+                format!(
+                    "{:.2} / {:.2}",
+                    d.memory_available_bytes as f64 / (1u64 << 30) as f64,
+                    d.memory_total_bytes as f64 / (1u64 << 30) as f64
+                )
+            },
         ]);
     }
     println!("{t}");
