@@ -68,11 +68,16 @@ fn build_executables(
         };
         if v["reason"] == "compiler-artifact" {
             if let Some(exe) = v["executable"].as_str() {
-                // Test harnesses as "test" (whatever their target kind), so
+                // Test harnesses as "test" ("test-bin" for a binary's own
+                // unit tests, whose file name is its crate's library's), so
                 // that the binaries and examples `cargo test` also builds
                 // stay out of tests/.
                 let kind = if v["profile"]["test"] == true && args[0] == "test" {
-                    "test".to_owned()
+                    if v["target"]["kind"][0] == "bin" {
+                        "test-bin".to_owned()
+                    } else {
+                        "test".to_owned()
+                    }
                 } else {
                     v["target"]["kind"][0].as_str().unwrap_or("").to_owned()
                 };
@@ -173,12 +178,26 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         &nvcc,
         &args.archs,
     )?;
-    let tests: Vec<_> = tests.into_iter().filter(|(_, k)| k == "test").collect();
-    for (exe, _) in &tests {
+    let mut named = std::collections::BTreeMap::new();
+    for (exe, kind) in &tests {
         let name = exe.file_name().unwrap().to_string_lossy();
-        // Strip the cargo hash suffix: cuzk_field-0123abcd -> cuzk_field.
+        // Strip the cargo hash suffix: cuzk_field-0123abcd -> cuzk_field; a
+        // binary's unit tests get `_bin` (cuzk-daemon's binary and its
+        // library would both be cuzk_daemon).
         let short = name.rsplit_once('-').map_or(name.as_ref(), |(a, _)| a);
-        copy_stripped(exe, &out.join("tests").join(short))?;
+        let short = match kind.as_str() {
+            "test" => short.to_owned(),
+            "test-bin" => format!("{short}_bin"),
+            _ => continue,
+        };
+        if let Some(other) = named.insert(short.clone(), exe.clone()) {
+            bail!(
+                "two test executables would be tests/{short}: {} and {}; rename a target",
+                other.display(),
+                exe.display()
+            );
+        }
+        copy_stripped(exe, &out.join("tests").join(&short))?;
     }
     let bins = build_executables(
         &[
