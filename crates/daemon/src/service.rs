@@ -298,13 +298,15 @@ fn take_stale_socket(path: &std::path::Path) -> crate::Result<()> {
     };
     if !meta.file_type().is_socket() {
         return Err(Error::FailedPrecondition(format!(
-            "listen unix:{}: the path exists and is not a socket; give a path that does not              exist (the daemon creates the socket)",
+            "listen unix:{}: the path exists and is not a socket; give a path that does not \
+             exist (the daemon creates the socket)",
             path.display()
         )));
     }
     if std::os::unix::net::UnixStream::connect(path).is_ok() {
         return Err(Error::FailedPrecondition(format!(
-            "listen unix:{}: another process serves on this socket (a cuzk-daemon already              running?); stop it or give another path",
+            "listen unix:{}: another process serves on this socket (a cuzk-daemon already \
+             running?); stop it or give another path",
             path.display()
         )));
     }

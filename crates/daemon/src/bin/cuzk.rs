@@ -456,7 +456,8 @@ async fn await_and_report(
         if let Some(t) = timeout_ms {
             if start.elapsed().as_millis() as u64 >= t {
                 eprintln!(
-                    "job {job}: still {} after {t} ms; it goes on: `cuzk await {job}` waits                      again",
+                    "job {job}: still {} after {t} ms; it goes on: `cuzk await {job}` waits \
+                     again",
                     state_words(state)
                 );
                 std::process::exit(EXIT_STILL_PENDING);
