@@ -286,14 +286,17 @@ impl Registry {
         Ok(c)
     }
 
-    /// Drops circuit `id` if it is loaded and idle; true when dropped.
+    /// Drops circuit `id` if it is loaded and idle; true when dropped,
+    /// false when a circuit of that id exists but is not loaded.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when proofs are running against it.
+    /// [`Error::FailedPrecondition`] when proofs are running against it;
+    /// [`Error::NotFound`] (or [`Error::InvalidArgument`] for an id that is
+    /// not a plain name) when no key directory has it, as PreloadKey says.
     pub fn evict(&self, id: &str) -> Result<bool> {
         let mut l = self.lock_loaded();
         match l.get(id) {
-            None => Ok(false),
+            None => self.dir(id).map(|_| false),
             Some(c) if c.in_use() > 0 => Err(Error::FailedPrecondition(format!(
                 "circuit `{id}` has {} proofs running: evict it when they end",
                 c.in_use()

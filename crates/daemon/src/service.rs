@@ -43,7 +43,7 @@ impl ProverService {
             .engine
             .submit(Submit {
                 circuit_id: r.circuit_id,
-                priority: priority(r.priority),
+                priority: priority(r.priority)?,
                 idempotency_key: Some(r.idempotency_key),
                 payload,
             })
@@ -51,10 +51,16 @@ impl ProverService {
     }
 }
 
-fn priority(p: i32) -> Priority {
-    pb::Priority::try_from(p)
-        .unwrap_or(pb::Priority::Normal)
-        .into()
+/// A request's priority: PRIORITY_UNSPECIFIED (0) is normal, a value
+/// outside the enum an error rather than a silent default.
+fn priority(p: i32) -> Result<Priority, Status> {
+    match pb::Priority::try_from(p) {
+        Ok(pb::Priority::Unspecified) => Ok(Priority::Normal),
+        Ok(v) => Ok(v.into()),
+        Err(_) => Err(Status::invalid_argument(format!(
+            "priority {p}: give 1 (low), 2 (normal), 3 (high) or 4 (critical); 0 is normal"
+        ))),
+    }
 }
 
 /// A job row as a ProofResult.
@@ -107,6 +113,7 @@ impl pb::prover_server::Prover for ProverService {
         };
         self.engine
             .check_stream(&header.circuit_id, header.assignment_bytes)?;
+        let prio = priority(header.priority)?;
         let dir = self.engine.config().payload_dir();
         let tmp = dir.join(format!("{}.partial", uuid::Uuid::new_v4()));
         let io =
@@ -152,7 +159,7 @@ impl pb::prover_server::Prover for ProverService {
             .engine
             .submit(Submit {
                 circuit_id: header.circuit_id,
-                priority: priority(header.priority),
+                priority: prio,
                 idempotency_key: Some(header.idempotency_key),
                 payload: Payload::Owned(tmp.clone()),
             })

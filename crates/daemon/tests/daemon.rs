@@ -183,6 +183,20 @@ async fn every_call_and_bad_input_in_process() {
     let r = poll(&mut c, &id, 600_000).await;
     assert_eq!(r.state, pb::JobState::Failed as i32, "{r:?}");
     assert!(r.error.contains("does not satisfy"), "{}", r.error);
+    // A priority outside the enum is refused, not taken for normal.
+    let mut odd = inline(ONE, &a, "", pb::Priority::Normal);
+    odd.priority = 99;
+    let (k, m) = code(c.submit_proof(odd).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
+    assert!(m.contains("priority 99"), "{m}");
+    // Evicting a circuit no key directory has: NOT_FOUND, as preloading it.
+    let e = c
+        .evict_key(pb::EvictKeyRequest {
+            circuit_id: "no-such-circuit".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound, "{}", e.message());
     // An idempotency key is one job of one circuit.
     let (k, m) = code(
         c.submit_proof(inline(TINY, &witness(TINY, 1), "k1", pb::Priority::High))
