@@ -32,9 +32,31 @@ pub enum Payload {
     Bytes(Vec<u8>),
     /// A file the client keeps until the job ends.
     Path(PathBuf),
-    /// A file the daemon wrote (a streamed submission): moved into the
-    /// payload directory and removed when the job ends.
-    Owned(PathBuf),
+    /// A file the daemon wrote (a streamed submission), with the BLAKE3
+    /// hash of its bytes taken as they arrived: moved into the payload
+    /// directory and removed when the job ends, or removed at once when
+    /// the submission repeats an earlier job; left to the caller when
+    /// [`Engine::submit`] fails.
+    Owned(PathBuf, blake3::Hash),
+}
+
+impl Payload {
+    /// What identifies the payload for idempotency keys, as hex: BLAKE3
+    /// of the assignment's bytes, inline or streamed (one assignment sent
+    /// either way has one digest), or of the path for a path (the file is
+    /// not read at submission).
+    pub fn digest(&self) -> String {
+        match self {
+            Payload::Bytes(b) => blake3::hash(b).to_hex().to_string(),
+            Payload::Path(p) => {
+                let mut h = blake3::Hasher::new();
+                h.update(b"cuzk path\0");
+                h.update(p.as_os_str().as_encoded_bytes());
+                h.finalize().to_hex().to_string()
+            }
+            Payload::Owned(_, h) => h.to_hex().to_string(),
+        }
+    }
 }
 
 /// A proof request.
@@ -410,16 +432,21 @@ impl Engine {
             ));
         }
         let key = req.idempotency_key.clone().filter(|k| !k.is_empty());
+        // Hashed off the async runtime's threads (inline payloads reach
+        // max_inline_bytes).
+        let (payload, digest) = tokio::task::spawn_blocking(move || {
+            let d = req.payload.digest();
+            (req.payload, d)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("payload digest task: {e}")))?;
         if let Some(k) = &key {
             check_key(k)?;
             // A retry of an accepted job is answered before any work.
             if let Some(j) = self.store.by_key(k).await? {
-                if j.circuit_id != req.circuit_id {
-                    return Err(Error::FailedPrecondition(format!(
-                        "idempotency key `{k}` belongs to job {} of circuit `{}`, not `{}`: \
-                         use a key per circuit and job",
-                        j.id, j.circuit_id, req.circuit_id
-                    )));
+                same_request(&j, k, &req.circuit_id, &digest)?;
+                if let Payload::Owned(p, _) = &payload {
+                    let _ = std::fs::remove_file(p);
                 }
                 return Ok((j.id, true));
             }
@@ -433,7 +460,7 @@ impl Engine {
             req.circuit_id.clone(),
             self.config.max_inline_bytes,
         );
-        let (payload, placed_id) = (req.payload, id.clone());
+        let placed_id = id.clone();
         let (path, owned, bytes) = tokio::task::spawn_blocking(move || {
             place_payload(payload, &header, &circuit, &dir, &placed_id, max_inline)
         })
@@ -469,6 +496,7 @@ impl Engine {
             payload_path: path.display().to_string(),
             payload_owned: owned,
             payload_bytes: bytes,
+            payload_digest: Some(digest),
         };
         let r = self.store.insert(&job, now_us()).await;
         match &r {
@@ -476,6 +504,18 @@ impl Engine {
             Ok((_, false)) => {
                 self.metrics.submitted(job.priority);
                 self.doorbell.ring();
+            }
+        }
+        // A submission with the same key that won the race: the same
+        // checks as a retry's.
+        if let (Ok((_, true)), Some(k)) = (&r, &job.idempotency_key) {
+            if let Some(j) = self.store.by_key(k).await? {
+                same_request(
+                    &j,
+                    k,
+                    &job.circuit_id,
+                    job.payload_digest.as_deref().unwrap_or(""),
+                )?;
             }
         }
         r
@@ -1117,7 +1157,7 @@ fn place_payload(
                 .len();
             (p, false, len)
         }
-        Payload::Owned(p) => {
+        Payload::Owned(p, _) => {
             let head = read_head(&p)?;
             check_sizes(&head, header, circuit_id)?;
             let to = dir.join(format!("{id}.asg"));
@@ -1247,6 +1287,32 @@ impl PinnedPool {
 enum Fault {
     Job(Error),
     Daemon(Error),
+}
+
+/// Checks that a submission repeating idempotency key `key` asks what job
+/// `j` was asked: the same circuit and the same payload (`digest`, see
+/// [`Payload::digest`]; a job stored without one matches any).
+///
+/// # Errors
+/// [`Error::FailedPrecondition`] naming the job and what differs.
+fn same_request(j: &JobRecord, key: &str, circuit_id: &str, digest: &str) -> Result<()> {
+    if j.circuit_id != circuit_id {
+        return Err(Error::FailedPrecondition(format!(
+            "idempotency key `{key}` belongs to job {} of circuit `{}`, not `{circuit_id}`: \
+             use a key per circuit and job",
+            j.id, j.circuit_id
+        )));
+    }
+    match &j.payload_digest {
+        Some(d) if d != digest => Err(Error::FailedPrecondition(format!(
+            "idempotency key `{key}` belongs to job {} with another assignment (BLAKE3 {}, \
+             this one {digest}): a retry must send the same assignment the same way (bytes, \
+             or the same path); use a new key for a new assignment",
+            j.id,
+            &d[..d.len().min(16)]
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Checks a client's idempotency key: 1 to 256 bytes, no control

@@ -168,6 +168,10 @@ pub struct NewJob {
     pub payload_owned: bool,
     /// The payload's size, bytes (for backpressure).
     pub payload_bytes: u64,
+    /// BLAKE3 of what the client sent, hex (see
+    /// [`crate::Payload::digest`]): a repeated idempotency key with another
+    /// payload is refused rather than answered with the first job.
+    pub payload_digest: Option<String>,
 }
 
 /// One job's row in the store.
@@ -185,6 +189,9 @@ pub struct JobRecord {
     pub payload_path: String,
     /// Whether the daemon owns the payload file.
     pub payload_owned: bool,
+    /// BLAKE3 of what the client sent, hex; `None` for jobs stored before
+    /// the store kept it.
+    pub payload_digest: Option<String>,
     /// Submission time, microseconds since the Unix epoch.
     pub submitted_us: i64,
     /// When a worker last took it, microseconds since the Unix epoch.

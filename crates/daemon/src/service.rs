@@ -120,6 +120,7 @@ impl pb::prover_server::Prover for ProverService {
             |e: std::io::Error| Status::from(Error::io(format!("writing {}", tmp.display()), e));
         let mut f = tokio::fs::File::create(&tmp).await.map_err(io)?;
         let mut got = 0u64;
+        let mut hasher = blake3::Hasher::new();
         let body = async {
             while let Some(chunk) = s.message().await? {
                 match chunk.part {
@@ -131,6 +132,7 @@ impl pb::prover_server::Prover for ProverService {
                                 header.assignment_bytes
                             )));
                         }
+                        hasher.update(&d);
                         f.write_all(&d).await.map_err(io)?;
                     }
                     _ => {
@@ -161,7 +163,7 @@ impl pb::prover_server::Prover for ProverService {
                 circuit_id: header.circuit_id,
                 priority: prio,
                 idempotency_key: Some(header.idempotency_key),
-                payload: Payload::Owned(tmp.clone()),
+                payload: Payload::Owned(tmp.clone(), hasher.finalize()),
             })
             .await;
         if r.is_err() {

@@ -54,6 +54,7 @@ const SCHEMA: &[&str] = &[
         payload_path TEXT NOT NULL,
         payload_owned BIGINT NOT NULL,
         payload_bytes BIGINT NOT NULL,
+        payload_digest TEXT,
         submitted_us BIGINT NOT NULL,
         started_us BIGINT,
         finished_us BIGINT,
@@ -71,7 +72,7 @@ const SCHEMA: &[&str] = &[
 ];
 
 const COLUMNS: &str = "id, circuit_id, priority, state, payload_path, payload_owned, \
-     submitted_us, started_us, finished_us, attempts, proof, timings, device, worker, error, \
+     payload_digest, submitted_us, started_us, finished_us, attempts, proof, timings, device, worker, error, \
      cancel_requested, lease_owner";
 
 impl JobStore {
@@ -157,6 +158,19 @@ impl JobStore {
                 break;
             }
         }
+        // A store made before jobs kept their payload's digest gets the
+        // column (its earlier rows hold none).
+        if created.is_ok()
+            && sqlx::query("SELECT payload_digest FROM cuzk_jobs LIMIT 0")
+                .execute(&mut *conn)
+                .await
+                .is_err()
+        {
+            created = sqlx::query("ALTER TABLE cuzk_jobs ADD COLUMN payload_digest TEXT")
+                .execute(&mut *conn)
+                .await
+                .map(|_| ());
+        }
         if kind == StoreKind::Postgres {
             sqlx::query("SELECT pg_advisory_unlock(2782631)")
                 .execute(&mut *conn)
@@ -192,8 +206,8 @@ impl JobStore {
     pub async fn insert(&self, job: &NewJob, now_us: i64) -> Result<(String, bool)> {
         let r = sqlx::query(
             "INSERT INTO cuzk_jobs (id, idempotency_key, circuit_id, priority, state, \
-             payload_path, payload_owned, payload_bytes, submitted_us) \
-             VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8) \
+             payload_path, payload_owned, payload_bytes, payload_digest, submitted_us) \
+             VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9) \
              ON CONFLICT (idempotency_key) DO NOTHING",
         )
         .bind(&job.id)
@@ -203,6 +217,7 @@ impl JobStore {
         .bind(&job.payload_path)
         .bind(i64::from(job.payload_owned))
         .bind(job.payload_bytes as i64)
+        .bind(job.payload_digest.clone())
         .bind(now_us)
         .execute(&self.pool)
         .await?;
@@ -572,6 +587,7 @@ fn record(r: &AnyRow) -> Result<JobRecord> {
         state: JobState::parse(&r.try_get::<String, _>("state")?)?,
         payload_path: r.try_get("payload_path")?,
         payload_owned: r.try_get::<i64, _>("payload_owned")? != 0,
+        payload_digest: r.try_get("payload_digest")?,
         submitted_us: r.try_get("submitted_us")?,
         started_us: r.try_get("started_us")?,
         finished_us: r.try_get("finished_us")?,
@@ -613,6 +629,7 @@ mod tests {
             payload_path: format!("/tmp/{id}"),
             payload_owned: true,
             payload_bytes: 100,
+            payload_digest: None,
         }
     }
 
@@ -646,6 +663,46 @@ mod tests {
         };
         assert_eq!(order, ["c", "b", "d", "a"]);
         assert_eq!(s.depth().await.unwrap(), (4, 400));
+    }
+
+    #[tokio::test]
+    async fn a_store_without_payload_digests_gets_the_column() {
+        use sqlx::Connection;
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
+        sqlx::any::install_default_drivers();
+        let mut c = sqlx::AnyConnection::connect(&format!("{url}?mode=rwc"))
+            .await
+            .unwrap();
+        let old = SCHEMA[0].replace("payload_digest TEXT,", "");
+        assert_ne!(old, SCHEMA[0]);
+        sqlx::query(&old).execute(&mut c).await.unwrap();
+        sqlx::query(
+            "INSERT INTO cuzk_jobs (id, idempotency_key, circuit_id, priority, state, \
+             payload_path, payload_owned, payload_bytes, submitted_us) \
+             VALUES ('old', 'k', 'c', 2, 'queued', '/p', 1, 10, 1)",
+        )
+        .execute(&mut c)
+        .await
+        .unwrap();
+        c.close().await.unwrap();
+        let s = JobStore::open(&url).await.unwrap();
+        assert_eq!(s.by_key("k").await.unwrap().unwrap().payload_digest, None);
+        let mut j = job("new", Priority::Normal, Some("k2"));
+        j.payload_digest = Some("ab12".into());
+        s.insert(&j, 2).await.unwrap();
+        assert_eq!(
+            s.get("new")
+                .await
+                .unwrap()
+                .unwrap()
+                .payload_digest
+                .as_deref(),
+            Some("ab12")
+        );
+        drop(s);
+        // Opening it again finds the column there.
+        JobStore::open(&url).await.unwrap();
     }
 
     #[tokio::test]

@@ -204,6 +204,34 @@ async fn every_call_and_bad_input_in_process() {
     );
     assert_eq!(k, tonic::Code::FailedPrecondition, "{m}");
     assert!(m.contains("belongs to job"), "{m}");
+    // ... and one assignment: another under the same key is refused, not
+    // answered with the first job's proof.
+    let (k, m) = code(
+        c.submit_proof(inline(ONE, &witness(ONE, 9), "k1", pb::Priority::High))
+            .await,
+    );
+    assert_eq!(k, tonic::Code::FailedPrecondition, "{m}");
+    assert!(m.contains("another assignment"), "{m}");
+    // The first job's assignment streamed under its key is that job.
+    let first_bytes = a.to_bytes();
+    let mut msgs = vec![pb::SubmitProofChunk {
+        part: Some(pb::submit_proof_chunk::Part::Header(
+            pb::SubmitProofHeader {
+                circuit_id: ONE.into(),
+                priority: pb::Priority::High as i32,
+                idempotency_key: "k1".into(),
+                assignment_bytes: first_bytes.len() as u64,
+            },
+        )),
+    }];
+    msgs.extend(first_bytes.chunks(7_000).map(data));
+    let dup = c
+        .submit_proof_stream(tokio_stream::iter(msgs))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(dup.duplicate);
+    assert_eq!(dup.job_id, first.job_id);
     let long = "k".repeat(300);
     let (k, m) = code(
         c.submit_proof(inline(ONE, &a, &long, pb::Priority::Normal))

@@ -41,6 +41,7 @@ fn job(i: usize, p: Priority) -> NewJob {
         payload_path: format!("/payloads/{i}"),
         payload_owned: true,
         payload_bytes: 1000,
+        payload_digest: None,
     }
 }
 
