@@ -81,16 +81,17 @@ async fn every_call_and_bad_input_in_process() {
     // Streamed in chunks.
     let b = witness(ONE, 2);
     let bytes = b.to_bytes();
-    let header = |n: usize| pb::SubmitProofChunk {
+    let keyed_header = |n: usize, key: &str| pb::SubmitProofChunk {
         part: Some(pb::submit_proof_chunk::Part::Header(
             pb::SubmitProofHeader {
                 circuit_id: ONE.into(),
                 priority: pb::Priority::Low as i32,
-                idempotency_key: String::new(),
+                idempotency_key: key.into(),
                 assignment_bytes: n as u64,
             },
         )),
     };
+    let header = |n: usize| keyed_header(n, "");
     let data = |d: &[u8]| pb::SubmitProofChunk {
         part: Some(pb::submit_proof_chunk::Part::Data(d.to_vec())),
     };
@@ -214,16 +215,7 @@ async fn every_call_and_bad_input_in_process() {
     assert!(m.contains("another assignment"), "{m}");
     // The first job's assignment streamed under its key is that job.
     let first_bytes = a.to_bytes();
-    let mut msgs = vec![pb::SubmitProofChunk {
-        part: Some(pb::submit_proof_chunk::Part::Header(
-            pb::SubmitProofHeader {
-                circuit_id: ONE.into(),
-                priority: pb::Priority::High as i32,
-                idempotency_key: "k1".into(),
-                assignment_bytes: first_bytes.len() as u64,
-            },
-        )),
-    }];
+    let mut msgs = vec![keyed_header(first_bytes.len(), "k1")];
     msgs.extend(first_bytes.chunks(7_000).map(data));
     let dup = c
         .submit_proof_stream(tokio_stream::iter(msgs))
