@@ -39,6 +39,10 @@ pub(crate) struct Args {
     /// (cuzk-bench `--variants`).
     #[arg(long, requires = "full")]
     variants: bool,
+    /// supraseal-c2's proofs after its first at every size where it runs,
+    /// each checked against cuzk's (cuzk-bench `--peer-reps`).
+    #[arg(long, value_name = "N")]
+    peer_reps: Option<usize>,
     /// Also run the msm and ntt criterion benches first and compare their
     /// medians with the report's figures (criterion_agreement.json).
     #[arg(long)]
@@ -105,6 +109,9 @@ pub(crate) fn run_bench(args: Args) -> Result<()> {
     }
     if args.variants {
         bench.arg("--variants");
+    }
+    if let Some(n) = args.peer_reps {
+        bench.args(["--peer-reps", &n.to_string()]);
     }
     if args.criterion {
         bench.arg("--check-criterion").arg(&criterion_home);

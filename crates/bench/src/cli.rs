@@ -41,6 +41,11 @@ pub(crate) struct Args {
     /// (two more batch rows; their cost is in BENCHMARKS.md).
     #[arg(long, requires = "full")]
     pub(crate) variants: bool,
+    /// supraseal-c2's proofs after its first at every size where it runs
+    /// (default: 3 below 2^26, 1 from 2^26), each checked against cuzk's:
+    /// many repeats of the same inputs test the peer's determinism.
+    #[arg(long, value_name = "N")]
+    pub(crate) peer_reps: Option<usize>,
     /// A criterion output folder (CRITERION_HOME of a run of the msm and
     /// ntt criterion benches): compare its medians with this run's figures
     /// for the same calls, print the ratios, flag those more than 10% apart,
@@ -96,6 +101,8 @@ pub(crate) struct Run {
     pub(crate) key_cache: Option<PathBuf>,
     /// `--variants`: the prover's batch variants beside its defaults.
     pub(crate) variants: bool,
+    /// `--peer-reps`: supraseal-c2's proofs after its first, if set.
+    pub(crate) peer_reps: Option<usize>,
 }
 
 impl Run {

@@ -57,6 +57,7 @@ fn main() -> Result<()> {
         seed: args.seed(),
         key_cache: args.key_cache.clone(),
         variants: args.variants,
+        peer_reps: args.peer_reps,
     };
     let started = machine::now();
     println!(

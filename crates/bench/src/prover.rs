@@ -565,7 +565,10 @@ fn one(
         // prover's copies of the compacted queries (25 GB) beside it.
         match prover {
             Some(prover) if extra.peer => {
-                peer(rec, &name, n, (prover, mem), &job, &got, &verify)?;
+                let reps = run
+                    .peer_reps
+                    .unwrap_or_else(|| peer_reps(n.next_power_of_two().trailing_zeros()));
+                peer(rec, &name, n, (prover, mem), &job, &got, &verify, reps)?;
             }
             prover => {
                 drop(prover);
@@ -1046,7 +1049,8 @@ fn precomputed(
 }
 
 /// supraseal-c2's proof of the same job, checked against cuzk's `ours`
-/// and the verifier.
+/// and the verifier; `reps` proofs after its first.
+#[allow(clippy::too_many_arguments)]
 fn peer(
     rec: &mut Record,
     name: &str,
@@ -1055,9 +1059,9 @@ fn peer(
     job: &ProofJob<'_>,
     ours: &Proof,
     verify: &dyn Fn(&mut Record, &str, &Proof) -> Result<()>,
+    reps: usize,
 ) -> Result<()> {
-    let k = n.next_power_of_two().trailing_zeros();
-    let theirs = crate::supraseal::compare(rec, LAYER, name, n, prover, job, ours, peer_reps(k))?;
+    let theirs = crate::supraseal::compare(rec, LAYER, name, n, prover, job, ours, reps)?;
     match theirs {
         Some(p) => verify(rec, crate::supraseal::SUPRASEAL, &p),
         None => Ok(()),
@@ -1114,6 +1118,7 @@ mod tests {
                     seed: 1,
                     key_cache: None,
                     variants,
+                    peer_reps: None,
                 },
                 k,
                 porep,
