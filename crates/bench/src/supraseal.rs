@@ -40,13 +40,23 @@ const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
 /// Writes `prover`'s key as supraseal-c2's parameter file (in the system's
 /// temporary directory, removed afterwards, as are files that an earlier,
 /// killed run left), drops `prover` (its device memory, trimmed from
-/// `mem`'s pools, and host copies), and has the `cuzk-supraseal` process
-/// prove `job` once (waiting for its parameter load) and then `reps`
-/// times. Records a check of cuzk's proof `ours` against each of
-/// supraseal-c2's (skipped, with the reason, when the peer cannot run:
-/// missing, failing, out of disk, past [`PEER_TIMEOUT`]; that is no verdict
-/// on cuzk), the median time per proof, and the load with the first proof.
-/// Returns supraseal-c2's proof when it ran.
+/// `mem`'s pools, and host copies), and runs the `cuzk-supraseal` process
+/// twice on `job`:
+/// - once with `CUDA_LAUNCH_BLOCKING=1` (each kernel launch waits for the
+///   last), for one proof: the one cuzk's proof `ours` is checked against.
+///   supraseal-c2 0.1.2's split MSMs accumulate into one bucket buffer from
+///   two CUDA streams without ordering them, so with launches free to
+///   overlap some of its proofs of the same inputs differ (the figures are
+///   in BENCHMARKS.md); serialized, the same code proves deterministically;
+/// - once as it runs in production, for its first proof (waiting for its
+///   parameter load) and `reps` more: the median time per proof and the
+///   load with the first proof are recorded, and how many of these proofs
+///   differ from its serialized one is printed (the peer's race, not a
+///   verdict on cuzk).
+///
+/// The check is skipped, with the reason, when the peer cannot run
+/// (missing, failing, out of disk, past [`PEER_TIMEOUT`]). Returns the
+/// proof checked against cuzk's when the peer ran.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compare(
     rec: &mut Record,
@@ -59,41 +69,41 @@ pub(crate) fn compare(
     reps: usize,
 ) -> Result<Option<Proof>> {
     let what = format!("{name}: cuzk prover, GPU");
-    match run_peer(layer, name, n, prover, job, reps) {
+    let peer = match Peer::prepare(layer, name, n, prover, job, reps) {
+        Ok(p) => p,
+        Err(why) => return Ok(skipped(rec, layer, &what, name, n, why)),
+    };
+    let serial = match peer.run(Some(0), true) {
+        Ok(r) => r,
+        Err(why) => return Ok(skipped(rec, layer, &what, name, n, why)),
+    };
+    let Some(theirs) = serial.proofs.first().cloned() else {
+        return Ok(skipped(
+            rec,
+            layer,
+            &what,
+            name,
+            n,
+            "cuzk-supraseal answered no proof".into(),
+        ));
+    };
+    rec.checks.proofs(layer, what, SUPRASEAL, n, ours, &theirs);
+    match peer.run(None, false) {
         Ok(resp) => {
-            // Which of the peer's proofs (the same inputs each time) differ
-            // from cuzk's: all of them points at the inputs or cuzk, some
-            // at the peer.
             let differ: Vec<usize> = (0..resp.proofs.len())
-                .filter(|&i| resp.proofs[i] != *ours)
+                .filter(|&i| resp.proofs[i] != theirs)
                 .collect();
-            if !differ.is_empty() {
-                progress::say(format!(
-                    "cuzk-bench: {name}: {} of {SUPRASEAL}'s {} proofs of the same inputs \
-                     differ from cuzk's (proofs {:?}, the first after its parameter load is 0)",
-                    differ.len(),
-                    resp.proofs.len(),
-                    differ
-                ));
-            }
-            // Every proof is checked: the first that differs from cuzk's,
-            // else the first.
-            let Some(theirs) = differ
-                .first()
-                .map(|&i| &resp.proofs[i])
-                .or(resp.proofs.first())
-                .cloned()
-            else {
-                rec.checks.skip(
-                    layer,
-                    what,
-                    SUPRASEAL,
-                    n,
-                    "cuzk-supraseal answered no proof",
-                );
-                return Ok(None);
-            };
-            rec.checks.proofs(layer, what, SUPRASEAL, n, ours, &theirs);
+            progress::say(format!(
+                "  {name}: {SUPRASEAL}: {} of its {} proofs with overlapping launches differ \
+                 from its proof with serialized launches{}",
+                differ.len(),
+                resp.proofs.len(),
+                if differ.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (proofs {differ:?}; 0 is the first after its parameter load)")
+                }
+            ));
             if !resp.times_ms.is_empty() {
                 rec.figure(
                     layer,
@@ -112,109 +122,155 @@ pub(crate) fn compare(
                 resp.load_and_first_ms,
                 "wall, once",
             );
-            Ok(Some(theirs))
         }
-        Err(why) => {
-            progress::say(format!(
-                "cuzk-bench: {name}: {SUPRASEAL} did not run: {why}"
-            ));
-            rec.checks.skip(layer, what, SUPRASEAL, n, why);
-            Ok(None)
-        }
+        Err(why) => progress::say(format!(
+            "cuzk-bench: {name}: {SUPRASEAL} with overlapping launches did not run ({why}): \
+             no time recorded"
+        )),
     }
+    Ok(Some(theirs))
 }
 
-/// The peer's run (see [`compare`]): its response, or why there is none.
-fn run_peer(
+/// Records the peer's check as skipped with `why`; returns no proof.
+fn skipped(
+    rec: &mut Record,
     layer: &'static str,
+    what: &str,
     name: &str,
     n: usize,
-    (prover, mem): (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
-    job: &ProofJob<'_>,
-    reps: usize,
-) -> std::result::Result<Response, String> {
-    let Some(exe) = peer_exe() else {
-        return Err(
-            "cuzk-supraseal is not beside cuzk-bench (cargo build --release -p \
-                    cuzk-supraseal-peer --features gpu)"
-                .into(),
-        );
-    };
-    step(format!("bench {layer}: {name}: {SUPRASEAL}"));
-    let tmp = std::env::temp_dir();
-    remove_stale(&tmp);
-    let stem = format!("{STEM}{}-{n}", std::process::id());
-    let scratch = Scratch(
-        ["params", "request", "response"]
-            .iter()
-            .map(|x| tmp.join(format!("{stem}.{x}")))
-            .collect(),
-    );
-    let (params, request, response) = (&scratch.0[0], &scratch.0[1], &scratch.0[2]);
-    let h_points = prover.proving_key().h_query.len() as u64;
-    let written = std::time::Instant::now();
-    let density = write_params(prover.proving_key(), params)?;
-    let written = written.elapsed().as_secs_f64();
-    // supraseal-c2 allocates with plain cudaMalloc, which cannot use the
-    // bytes cuzk's pools keep cached: hand them back to the device.
-    drop(prover);
-    mem.trim()
-        .map_err(|e| format!("trimming cuzk's pools: {e}"))?;
-    drop(mem);
-    let start_request = std::time::Instant::now();
-    Request {
-        params: params.clone(),
-        density,
-        h_points,
-        abc: job
-            .evaluations(false)
-            .map_err(|e| format!("evaluations: {e}"))?,
-        assignment: job.full_assignment.to_vec(),
-        r: job.r,
-        s: job.s,
-        reps: reps as u32,
-    }
-    .write(request)?;
-    let prepared = written + start_request.elapsed().as_secs_f64();
-    let mut child = std::process::Command::new(&exe)
-        .arg(request)
-        .arg(response)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("running {}: {e}", exe.display()))?;
-    let start = std::time::Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > PEER_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "cuzk-supraseal ran past {} s and was killed",
-                    PEER_TIMEOUT.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(100)),
-            Err(e) => return Err(format!("waiting for cuzk-supraseal: {e}")),
-        }
-    };
-    if !status.success() {
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        let lines: Vec<&str> = err.lines().collect();
-        let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
-        return Err(format!("cuzk-supraseal failed ({status}): {tail}"));
-    }
-    // Where the row's time goes beyond the proofs (the layer's length).
+    why: String,
+) -> Option<Proof> {
     progress::say(format!(
-        "  {name}: {SUPRASEAL}: parameter file written in {written:.1} s, files ready in \
-         {prepared:.1} s, cuzk-supraseal ran {:.1} s",
-        start.elapsed().as_secs_f64()
+        "cuzk-bench: {name}: {SUPRASEAL} did not run: {why}"
     ));
-    Response::read(response)
+    rec.checks.skip(layer, what.to_string(), SUPRASEAL, n, why);
+    None
+}
+
+/// The peer's files for one job, ready for `cuzk-supraseal` (see
+/// [`compare`]); removed when this drops.
+struct Peer {
+    exe: std::path::PathBuf,
+    scratch: Scratch,
+    name: String,
+}
+
+impl Peer {
+    /// Writes the parameter file and the request, after dropping `prover`.
+    fn prepare(
+        layer: &'static str,
+        name: &str,
+        n: usize,
+        (prover, mem): (Prover, std::sync::Arc<cuzk_alloc::DeviceMemory>),
+        job: &ProofJob<'_>,
+        reps: usize,
+    ) -> std::result::Result<Peer, String> {
+        let Some(exe) = peer_exe() else {
+            return Err(
+                "cuzk-supraseal is not beside cuzk-bench (cargo build --release -p \
+                 cuzk-supraseal-peer --features gpu)"
+                    .into(),
+            );
+        };
+        step(format!("bench {layer}: {name}: {SUPRASEAL}"));
+        let tmp = std::env::temp_dir();
+        remove_stale(&tmp);
+        let stem = format!("{STEM}{}-{n}", std::process::id());
+        let scratch = Scratch(
+            ["params", "request", "response"]
+                .iter()
+                .map(|x| tmp.join(format!("{stem}.{x}")))
+                .collect(),
+        );
+        let (params, request) = (&scratch.0[0], &scratch.0[1]);
+        let h_points = prover.proving_key().h_query.len() as u64;
+        let written = std::time::Instant::now();
+        let density = write_params(prover.proving_key(), params)?;
+        let written = written.elapsed().as_secs_f64();
+        // supraseal-c2 allocates with plain cudaMalloc, which cannot use the
+        // bytes cuzk's pools keep cached: hand them back to the device.
+        drop(prover);
+        mem.trim()
+            .map_err(|e| format!("trimming cuzk's pools: {e}"))?;
+        drop(mem);
+        let start_request = std::time::Instant::now();
+        Request {
+            params: params.clone(),
+            density,
+            h_points,
+            abc: job
+                .evaluations(false)
+                .map_err(|e| format!("evaluations: {e}"))?,
+            assignment: job.full_assignment.to_vec(),
+            r: job.r,
+            s: job.s,
+            reps: reps as u32,
+        }
+        .write(request)?;
+        // Where the row's time goes beyond the proofs (the layer's length).
+        progress::say(format!(
+            "  {name}: {SUPRASEAL}: parameter file written in {written:.1} s, files ready in \
+             {:.1} s",
+            written + start_request.elapsed().as_secs_f64()
+        ));
+        Ok(Peer {
+            exe,
+            scratch,
+            name: name.to_string(),
+        })
+    }
+
+    /// Runs `cuzk-supraseal` on the files (`reps`: its proofs after the
+    /// first, else the request's; `serial`: with `CUDA_LAUNCH_BLOCKING=1`)
+    /// and reads its response.
+    fn run(&self, reps: Option<u32>, serial: bool) -> std::result::Result<Response, String> {
+        let (request, response) = (&self.scratch.0[1], &self.scratch.0[2]);
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.arg(request).arg(response);
+        if let Some(r) = reps {
+            cmd.arg(r.to_string());
+        }
+        if serial {
+            cmd.env("CUDA_LAUNCH_BLOCKING", "1");
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("running {}: {e}", self.exe.display()))?;
+        let start = std::time::Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if start.elapsed() > PEER_TIMEOUT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "cuzk-supraseal ran past {} s and was killed",
+                        PEER_TIMEOUT.as_secs()
+                    ));
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(100)),
+                Err(e) => return Err(format!("waiting for cuzk-supraseal: {e}")),
+            }
+        };
+        if !status.success() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            let lines: Vec<&str> = err.lines().collect();
+            let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
+            return Err(format!("cuzk-supraseal failed ({status}): {tail}"));
+        }
+        progress::say(format!(
+            "  {}: {SUPRASEAL}: cuzk-supraseal ran {:.1} s ({} launches)",
+            self.name,
+            start.elapsed().as_secs_f64(),
+            if serial { "serialized" } else { "overlapping" }
+        ));
+        Response::read(response)
+    }
 }
 
 /// The stem of the peer's scratch files in the temporary directory.

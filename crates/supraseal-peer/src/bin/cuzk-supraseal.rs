@@ -1,16 +1,18 @@
-//! `cuzk-supraseal REQUEST RESPONSE`: proves the request's job through
-//! supraseal-c2 0.1.2 (once, waiting for its parameter load, then `reps`
-//! timed proofs) and writes the timings and proofs to RESPONSE (see
-//! `cuzk_supraseal_peer::request`). Bench-only; cuzk-bench runs it as a
-//! process of its own. Exits 1 with a message on stderr on failure.
+//! `cuzk-supraseal REQUEST RESPONSE [REPS]`: proves the request's job
+//! through supraseal-c2 0.1.2 (once, waiting for its parameter load, then
+//! `reps` timed proofs, or REPS when given) and writes the timings and
+//! proofs to RESPONSE (see `cuzk_supraseal_peer::request`). Bench-only;
+//! cuzk-bench runs it as a process of its own. Exits 1 with a message on
+//! stderr on failure, 2 on bad arguments.
 
 use cuzk_supraseal_peer::request::{Request, Response};
 use cuzk_supraseal_peer::{Job, Supraseal};
 use std::path::PathBuf;
 use std::time::Instant;
 
-fn run(req: PathBuf, resp: PathBuf) -> Result<(), String> {
-    let q = Request::read(&req)?;
+fn run(req: PathBuf, resp: PathBuf, reps: Option<u32>) -> Result<(), String> {
+    let mut q = Request::read(&req)?;
+    q.reps = reps.unwrap_or(q.reps);
     let job = Job {
         abc: [&q.abc[0], &q.abc[1], &q.abc[2]],
         assignment: &q.assignment,
@@ -36,12 +38,23 @@ fn run(req: PathBuf, resp: PathBuf) -> Result<(), String> {
 }
 
 fn main() {
-    let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
-    let [req, resp] = <[PathBuf; 2]>::try_from(args).unwrap_or_else(|_| {
-        eprintln!("usage: cuzk-supraseal REQUEST RESPONSE");
+    let usage = || -> ! {
+        eprintln!("usage: cuzk-supraseal REQUEST RESPONSE [REPS]");
         std::process::exit(2)
+    };
+    let mut args = std::env::args_os().skip(1);
+    let (Some(req), Some(resp)) = (args.next(), args.next()) else {
+        usage()
+    };
+    let reps = args.next().map(|r| {
+        r.to_str()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| usage())
     });
-    if let Err(e) = run(req, resp) {
+    if args.next().is_some() {
+        usage()
+    }
+    if let Err(e) = run(req.into(), resp.into(), reps) {
         eprintln!("cuzk-supraseal: {e}");
         std::process::exit(1);
     }
