@@ -1305,11 +1305,12 @@ fn same_request(j: &JobRecord, key: &str, circuit_id: &str, digest: &str) -> Res
     }
     match &j.payload_digest {
         Some(d) if d != digest => Err(Error::FailedPrecondition(format!(
-            "idempotency key `{key}` belongs to job {} with another assignment (BLAKE3 {}, \
-             this one {digest}): a retry must send the same assignment the same way (bytes, \
-             or the same path); use a new key for a new assignment",
+            "idempotency key `{key}` belongs to job {} with another assignment (BLAKE3 {}..., \
+             this one {}...): a retry must send the same assignment the same way (bytes, or \
+             the same path); use a new key for a new assignment",
             j.id,
-            &d[..d.len().min(16)]
+            &d[..d.len().min(16)],
+            &digest[..digest.len().min(16)]
         ))),
         _ => Ok(()),
     }

@@ -72,8 +72,8 @@ const SCHEMA: &[&str] = &[
 ];
 
 const COLUMNS: &str = "id, circuit_id, priority, state, payload_path, payload_owned, \
-     payload_digest, submitted_us, started_us, finished_us, attempts, proof, timings, device, worker, error, \
-     cancel_requested, lease_owner";
+     payload_digest, submitted_us, started_us, finished_us, attempts, proof, timings, device, \
+     worker, error, cancel_requested, lease_owner";
 
 impl JobStore {
     /// Opens (and creates, for SQLite) the store at `url`
