@@ -88,7 +88,8 @@ struct SubmitArgs {
     /// low, normal, high or critical.
     #[arg(long, default_value = "normal")]
     priority: Priority,
-    /// Idempotency key: a resubmission with it returns the first job.
+    /// Idempotency key: a resubmission with it and the same assignment
+    /// returns the first job; another assignment under it is refused.
     #[arg(long, default_value = "")]
     key: String,
     /// Pass the file's path (the daemon reads it) instead of its bytes.
