@@ -33,11 +33,12 @@ pub enum Payload {
     /// A file the client keeps until the job ends.
     Path(PathBuf),
     /// A file the daemon wrote (a streamed submission), with the BLAKE3
-    /// hash of its bytes taken as they arrived: moved into the payload
-    /// directory and removed when the job ends, or removed at once when
-    /// the submission repeats an earlier job; left to the caller when
-    /// [`Engine::submit`] fails.
-    Owned(PathBuf, blake3::Hash),
+    /// hash of its bytes if it was taken as they arrived (`None`: the file
+    /// is read for it when the submission has an idempotency key): moved
+    /// into the payload directory and removed when the job ends, or
+    /// removed at once when the submission repeats an earlier job; left
+    /// to the caller when [`Engine::submit`] fails.
+    Owned(PathBuf, Option<blake3::Hash>),
 }
 
 impl Payload {
@@ -45,8 +46,11 @@ impl Payload {
     /// of the assignment's bytes, inline or streamed (one assignment sent
     /// either way has one digest), or of the path for a path (the file is
     /// not read at submission).
-    pub fn digest(&self) -> String {
-        match self {
+    ///
+    /// # Errors
+    /// [`Error::Io`] when an owned file without its hash cannot be read.
+    pub fn digest(&self) -> Result<String> {
+        Ok(match self {
             Payload::Bytes(b) => blake3::hash(b).to_hex().to_string(),
             Payload::Path(p) => {
                 let mut h = blake3::Hasher::new();
@@ -54,8 +58,17 @@ impl Payload {
                 h.update(p.as_os_str().as_encoded_bytes());
                 h.finalize().to_hex().to_string()
             }
-            Payload::Owned(_, h) => h.to_hex().to_string(),
-        }
+            Payload::Owned(_, Some(h)) => h.to_hex().to_string(),
+            Payload::Owned(p, None) => blake3::Hasher::new()
+                .update_reader(
+                    std::fs::File::open(p)
+                        .map_err(|e| Error::io(format!("reading {}", p.display()), e))?,
+                )
+                .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
+                .finalize()
+                .to_hex()
+                .to_string(),
+        })
     }
 }
 
@@ -432,19 +445,25 @@ impl Engine {
             ));
         }
         let key = req.idempotency_key.clone().filter(|k| !k.is_empty());
-        // Hashed off the async runtime's threads (inline payloads reach
+        // Only a keyed submission needs its payload's digest; hashed off
+        // the async runtime's threads (inline payloads reach
         // max_inline_bytes).
-        let (payload, digest) = tokio::task::spawn_blocking(move || {
-            let d = req.payload.digest();
-            (req.payload, d)
-        })
-        .await
-        .map_err(|e| Error::Internal(format!("payload digest task: {e}")))?;
+        let (payload, digest) = if key.is_some() {
+            let (payload, d) = tokio::task::spawn_blocking(move || {
+                let d = req.payload.digest();
+                (req.payload, d)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("payload digest task: {e}")))?;
+            (payload, Some(d?))
+        } else {
+            (req.payload, None)
+        };
         if let Some(k) = &key {
             check_key(k)?;
             // A retry of an accepted job is answered before any work.
             if let Some(j) = self.store.by_key(k).await? {
-                same_request(&j, k, &req.circuit_id, &digest)?;
+                same_request(&j, k, &req.circuit_id, digest.as_deref().unwrap_or(""))?;
                 if let Payload::Owned(p, _) = &payload {
                     let _ = std::fs::remove_file(p);
                 }
@@ -496,7 +515,7 @@ impl Engine {
             payload_path: path.display().to_string(),
             payload_owned: owned,
             payload_bytes: bytes,
-            payload_digest: Some(digest),
+            payload_digest: digest,
         };
         let r = self.store.insert(&job, now_us()).await;
         match &r {
@@ -1434,8 +1453,31 @@ fn sqlite_file(url: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::sqlite_file;
+    use super::{sqlite_file, Payload};
+    use rand::{RngCore, SeedableRng};
     use std::path::PathBuf;
+
+    /// One assignment has one digest however it arrived: inline, or
+    /// streamed with its hash taken on the way in or read back from the
+    /// file; a path is told apart from its file's bytes.
+    #[test]
+    fn an_assignment_has_one_digest() {
+        let seed: u64 = rand::random();
+        eprintln!("seed {seed}");
+        let mut bytes = vec![0u8; 300_000];
+        rand::rngs::StdRng::seed_from_u64(seed).fill_bytes(&mut bytes);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.asg");
+        std::fs::write(&p, &bytes).unwrap();
+        let inline = Payload::Bytes(bytes.clone()).digest().unwrap();
+        assert_eq!(inline, blake3::hash(&bytes).to_hex().to_string());
+        let hashed = Payload::Owned(p.clone(), Some(blake3::hash(&bytes)));
+        assert_eq!(hashed.digest().unwrap(), inline);
+        assert_eq!(Payload::Owned(p.clone(), None).digest().unwrap(), inline);
+        assert_ne!(Payload::Path(p.clone()).digest().unwrap(), inline);
+        let gone = Payload::Owned(dir.path().join("gone.asg"), None).digest();
+        assert!(gone.unwrap_err().to_string().contains("gone.asg"));
+    }
 
     #[test]
     fn sqlite_urls_name_their_file() {

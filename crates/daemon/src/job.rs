@@ -170,7 +170,8 @@ pub struct NewJob {
     pub payload_bytes: u64,
     /// BLAKE3 of what the client sent, hex (see
     /// [`crate::Payload::digest`]): a repeated idempotency key with another
-    /// payload is refused rather than answered with the first job.
+    /// payload is refused rather than answered with the first job. `None`
+    /// without an idempotency key (nothing compares it).
     pub payload_digest: Option<String>,
 }
 
@@ -189,8 +190,8 @@ pub struct JobRecord {
     pub payload_path: String,
     /// Whether the daemon owns the payload file.
     pub payload_owned: bool,
-    /// BLAKE3 of what the client sent, hex; `None` for jobs stored before
-    /// the store kept it.
+    /// BLAKE3 of what the client sent, hex; `None` for a job without an
+    /// idempotency key and for jobs stored before the store kept it.
     pub payload_digest: Option<String>,
     /// Submission time, microseconds since the Unix epoch.
     pub submitted_us: i64,
