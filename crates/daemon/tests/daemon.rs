@@ -553,6 +553,22 @@ fn cli_over_a_unix_socket() {
     // An unknown job: `await` names it and fails.
     let (ok, out) = run_cli(&["--addr", &listen, "await", "no-such-job"]);
     assert!(!ok && out.contains("no-such-job"), "{out}");
+    // A reader that closed the pipe before the output came
+    // (`cuzk status | head -0`): a quiet exit 0, no panic.
+    let mut child = std::process::Command::new(cli_exe())
+        .args(["--addr", &listen, "status"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.is_empty(),
+        "{:?}: {err}",
+        out.status
+    );
     assert!(d.terminate());
     assert!(!sock.exists(), "the socket is removed at exit");
 }

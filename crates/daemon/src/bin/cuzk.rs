@@ -17,6 +17,31 @@ use std::path::PathBuf;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
+/// `println!` for the CLI's output: a reader that closes the pipe early
+/// (`cuzk status | head -1`) ends the process quietly (exit 0), as it does
+/// other command-line tools, where `println!` would panic. SIGPIPE stays
+/// ignored (Rust's default): a daemon that closes the connection is then an
+/// error the CLI explains, not a silent death by signal.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        print_line(format_args!($($arg)*))
+    };
+}
+
+/// Writes one line to stdout for [`say!`]: exits 0 on a closed pipe, 1
+/// with a message on any other write error.
+fn print_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("cuzk: writing the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// A client of the daemon, sending the token of --token-file if given.
 type Client = ProverClient<InterceptedService<Channel, SendToken>>;
 
@@ -393,13 +418,17 @@ fn report(r: &pb::ProofResult, out: Option<&PathBuf>) -> Result<()> {
     match state {
         pb::JobState::Done => {
             let t = r.timings.unwrap_or_default();
-            println!(
+            say!(
                 "job {}: done on {} (device {}), prover {:.1} ms, queue wait {:.1} ms",
-                r.job_id, r.worker, r.device, t.total_ms, t.queue_wait_ms
+                r.job_id,
+                r.worker,
+                r.device,
+                t.total_ms,
+                t.queue_wait_ms
             );
             if let Some(o) = out {
                 std::fs::write(o, &r.proof).with_context(|| format!("writing {}", o.display()))?;
-                println!("proof: {} ({} bytes)", o.display(), r.proof.len());
+                say!("proof: {} ({} bytes)", o.display(), r.proof.len());
             }
             Ok(())
         }
@@ -468,9 +497,12 @@ async fn await_and_report(
 }
 
 fn status_table(s: &pb::GetStatusResponse) {
-    println!(
+    say!(
         "cuzk-daemon {} ({}), up {:.0} s, store {}",
-        s.version, s.worker, s.uptime_s, s.store
+        s.version,
+        s.worker,
+        s.uptime_s,
+        s.store
     );
     let mut t = comfy_table::Table::new();
     t.set_header([
@@ -502,7 +534,7 @@ fn status_table(s: &pb::GetStatusResponse) {
             },
         ]);
     }
-    println!("{t}");
+    say!("{t}");
     let mut q = comfy_table::Table::new();
     q.set_header(["class", "queued", "running"]);
     for c in &s.queues {
@@ -515,12 +547,14 @@ fn status_table(s: &pb::GetStatusResponse) {
             c.running.to_string(),
         ]);
     }
-    println!("{q}");
-    println!(
+    say!("{q}");
+    say!(
         "jobs ended: {} done, {} failed, {} cancelled",
-        s.done, s.failed, s.cancelled
+        s.done,
+        s.failed,
+        s.cancelled
     );
-    println!(
+    say!(
         "keys: {} loaded, {:.2} of {:.2} GiB host budget; circuits: {}",
         s.keys.len(),
         s.key_host_bytes as f64 / (1u64 << 30) as f64,
@@ -590,14 +624,6 @@ fn explain(e: anyhow::Error, conn: &Connection) -> anyhow::Error {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    // A reader that closes the pipe early (`cuzk status | head -1`) ends
-    // this process quietly, as it does other command-line tools, instead
-    // of println! panicking on EPIPE (Rust starts with SIGPIPE ignored).
-    // SAFETY: signal(2) sets the process's disposition for SIGPIPE to its
-    // default; it installs no handler and touches no Rust state.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = Cli::parse();
     let conn = cli.conn.clone();
     run(cli).await.map_err(|e| explain(e, &conn))
@@ -608,7 +634,7 @@ async fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Submit(a) => {
             let mut c = client(&cli.conn).await?;
-            println!("{}", submit(&mut c, &a).await?);
+            say!("{}", submit(&mut c, &a).await?);
         }
         Cmd::Await {
             job,
@@ -635,11 +661,11 @@ async fn run(cli: Cli) -> Result<()> {
                 .into_inner();
             let s = pb::JobState::try_from(r.state).unwrap_or(pb::JobState::Unspecified);
             match s {
-                pb::JobState::Cancelled => println!("cancelled"),
-                pb::JobState::Running => println!(
-                    "cancellation requested: the running proof is discarded when it completes"
-                ),
-                other => println!(
+                pb::JobState::Cancelled => say!("cancelled"),
+                pb::JobState::Running => {
+                    say!("cancellation requested: the running proof is discarded when it completes")
+                }
+                other => say!(
                     "not cancelled: the job had already ended ({})",
                     state_words(other)
                 ),
@@ -649,7 +675,7 @@ async fn run(cli: Cli) -> Result<()> {
             let mut c = client(&cli.conn).await?;
             let s = c.get_status(pb::GetStatusRequest {}).await?.into_inner();
             if raw {
-                println!("{s:#?}");
+                say!("{s:#?}");
             } else {
                 status_table(&s);
             }
@@ -663,7 +689,7 @@ async fn run(cli: Cli) -> Result<()> {
                 .await?
                 .into_inner();
             if let Some(k) = r.key {
-                println!(
+                say!(
                     "{}: {} constraints, {:.2} GiB host, loaded in {:.0} ms",
                     k.circuit_id,
                     k.num_constraints,
@@ -680,7 +706,7 @@ async fn run(cli: Cli) -> Result<()> {
                 })
                 .await?
                 .into_inner();
-            println!("{}", if r.evicted { "evicted" } else { "not loaded" });
+            say!("{}", if r.evicted { "evicted" } else { "not loaded" });
         }
         Cmd::Keygen {
             key_dir,
@@ -693,7 +719,7 @@ async fn run(cli: Cli) -> Result<()> {
             let id = id.unwrap_or_else(|| format!("porep-2^{log}"));
             refuse_overwrite(&key_dir, &id, force)?;
             let dir = circuits::keygen_porep(&key_dir, &id, log, seed, &mut rand::rngs::OsRng)?;
-            println!(
+            say!(
                 "{}: PoRep-shaped, 2^{log} domain, random-point key (proofs do not verify)",
                 dir.display()
             );
@@ -706,7 +732,7 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             let a = circuits::porep_witness(log_domain, seed, partition)?;
             a.write_file(&out)?;
-            println!(
+            say!(
                 "{}: {} public inputs, {} witness values",
                 out.display(),
                 a.public.len(),
@@ -725,7 +751,7 @@ async fn run(cli: Cli) -> Result<()> {
             let circuit = Sha256Chain::new([0u8; 32], rounds);
             let syn = cuzk_prover::synthesize(circuit.clone(), false)?;
             let dir = circuits::keygen(&key_dir, &id, circuit, &syn, &mut rand::rngs::OsRng)?;
-            println!(
+            say!(
                 "{}: {} constraints, {} public inputs",
                 dir.display(),
                 syn.matrices.num_constraints,
@@ -741,7 +767,7 @@ async fn run(cli: Cli) -> Result<()> {
             let syn = cuzk_prover::synthesize(circuit, true)?;
             let a = Assignment::from_full(&syn.full_assignment, syn.num_inputs)?;
             a.write_file(&out)?;
-            println!(
+            say!(
                 "{}: {} public inputs, {} witness values",
                 out.display(),
                 a.public.len(),
@@ -766,7 +792,7 @@ async fn run(cli: Cli) -> Result<()> {
             if !ok {
                 bail!("the proof does not verify");
             }
-            println!("the proof verifies");
+            say!("the proof verifies");
         }
     }
     Ok(())
