@@ -128,19 +128,23 @@ echo "$pass passed, $fail failed"
 const RUN_BENCH: &str = r#"#!/usr/bin/env bash
 # Runs the main job (the cuzk benchmark) from this bundle; same arguments
 # as `cargo xtask bench` (--quick, --full, --only LIST, --out DIR,
-# --criterion). With --criterion (first), the msm and ntt criterion benches
-# run first (results in $CRITERION_HOME, default ./criterion) and the
-# report compares its figures with theirs (criterion_agreement.json).
+# --criterion, in any order). With --criterion, the msm and ntt criterion
+# benches run first (results in $CRITERION_HOME, default ./criterion) and
+# the report compares its figures with theirs (criterion_agreement.json).
 cd "$(dirname "$0")"
-if [ "${1:-}" = "--criterion" ]; then
-    shift
+args=()
+criterion=0
+for a in "$@"; do
+    if [ "$a" = "--criterion" ]; then criterion=1; else args+=("$a"); fi
+done
+if [ "$criterion" = 1 ]; then
     export CRITERION_HOME="${CRITERION_HOME:-$PWD/criterion}"
     for b in benches/msm benches/ntt; do
         if [ -x "$b" ]; then "$b" --bench || exit $?; fi
     done
-    exec ./bin/cuzk-bench --check-criterion "$CRITERION_HOME" "$@"
+    exec ./bin/cuzk-bench --check-criterion "$CRITERION_HOME" "${args[@]}"
 fi
-exec ./bin/cuzk-bench "$@"
+exec ./bin/cuzk-bench "${args[@]}"
 "#;
 
 /// `PATH` with nvcc's directory first.

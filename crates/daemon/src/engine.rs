@@ -221,6 +221,11 @@ impl Engine {
             std::fs::create_dir_all(d)
                 .map_err(|e| Error::io(format!("creating {}", d.display()), e))?;
         }
+        // Jobs keep their payload's path: absolute and canonical, so that
+        // it names the same file after a restart from another working
+        // directory or with the directory spelled another way.
+        let payload_dir = std::fs::canonicalize(&payload_dir)
+            .map_err(|e| Error::io(format!("resolving {}", payload_dir.display()), e))?;
         // One daemon a data directory: a second one would requeue the
         // first's running jobs.
         let lock_path = config.data_dir.join(".lock");
@@ -271,15 +276,21 @@ impl Engine {
                 tracing::info!(jobs = n, "requeued jobs left running by a previous run");
             }
             // Files a previous run left behind: uploads cut short, and
-            // payloads whose job never made it into the store.
-            let live: std::collections::HashSet<String> =
-                store.live_payloads().await?.into_iter().collect();
+            // payloads whose job never made it into the store. Told apart
+            // by file name (`<job id>.asg`), not by the path a job stored,
+            // which an older store may spell relative or otherwise.
+            let live: std::collections::HashSet<std::ffi::OsString> = store
+                .live_payloads()
+                .await?
+                .iter()
+                .filter_map(|p| Path::new(p).file_name().map(|n| n.to_owned()))
+                .collect();
             let stray: Vec<PathBuf> = std::fs::read_dir(&payload_dir)
                 .map_err(|e| Error::io(format!("reading {}", payload_dir.display()), e))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| match p.extension().and_then(|x| x.to_str()) {
                     Some("partial") => true,
-                    Some("asg") => !live.contains(&p.display().to_string()),
+                    Some("asg") => p.file_name().is_some_and(|n| !live.contains(n)),
                     _ => false,
                 })
                 .collect();
@@ -395,6 +406,11 @@ impl Engine {
     /// The configuration it runs with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The payload directory, absolute and canonical.
+    pub(crate) fn payload_dir(&self) -> &Path {
+        &self.payload_dir
     }
 
     /// The bearer token every gRPC call must carry (`auth_token_file`,

@@ -114,7 +114,7 @@ impl pb::prover_server::Prover for ProverService {
         self.engine
             .check_stream(&header.circuit_id, header.assignment_bytes)?;
         let prio = priority(header.priority)?;
-        let dir = self.engine.config().payload_dir();
+        let dir = self.engine.payload_dir();
         let tmp = dir.join(format!("{}.partial", uuid::Uuid::new_v4()));
         let io =
             |e: std::io::Error| Status::from(Error::io(format!("writing {}", tmp.display()), e));

@@ -455,7 +455,8 @@ async fn sigkill_and_restart_finish_every_job_once() {
     std::fs::write(tmp.path().join("payloads/cut.partial"), b"x").unwrap();
     std::fs::write(tmp.path().join("payloads/orphan.asg"), b"x").unwrap();
 
-    let mut d = Daemon::start(port, tmp.path(), &flags);
+    // The data directory spelled another way: the same jobs and payloads.
+    let mut d = Daemon::start(port, &tmp.path().join("."), &flags);
     let mut c = connect(port).await;
     // The proof made before the kill is still there.
     let again = await_done(&mut c, &j0).await;

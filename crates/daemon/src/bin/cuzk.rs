@@ -114,7 +114,9 @@ struct SubmitArgs {
     #[arg(long, default_value = "normal")]
     priority: Priority,
     /// Idempotency key: a resubmission with it and the same assignment
-    /// returns the first job; another assignment under it is refused.
+    /// returns the first job; another assignment under it is refused. It
+    /// lasts as long as the job (the daemon's retain_finished_secs after
+    /// the job ends, 7 days by default).
     #[arg(long, default_value = "")]
     key: String,
     /// Pass the file's path (the daemon reads it) instead of its bytes.
