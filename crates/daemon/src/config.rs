@@ -11,7 +11,7 @@
 
 use crate::tls::ServerTls;
 use crate::{AuthToken, Error, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Default gRPC listen address.
@@ -25,6 +25,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
 /// data_dir = "/var/lib/cuzk"
 /// database_url = "postgres://cuzk@db/cuzk"   # default: SQLite in data_dir
 /// key_dirs = ["/var/lib/cuzk/keys"]
+/// assignment_dirs = ["/srv/cuzk/witness"]     # `cuzk submit --by-path` only under these
 /// devices = [0, 1]                            # default: every GPU
 /// gpu_workers_per_device = 2
 /// # listen = "0.0.0.0:9820" needs a token (or allow_unauthenticated = true)
@@ -34,7 +35,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
 /// tls_key_file = "/etc/cuzk/tls/key.pem"     # PEM private key of that certificate
 /// # tls_client_ca_file = "/etc/cuzk/tls/clients-ca.pem"  # require client certificates
 /// ```
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// gRPC listen address (`host:port`), or `unix:/path/to.sock` for a
@@ -77,6 +78,15 @@ pub struct Config {
     /// several daemons on one PostgreSQL store, a directory they all can
     /// read. Empty: `DATA_DIR/payloads`.
     pub payload_dir: PathBuf,
+    /// Directories under which a submission may name its assignment by
+    /// path (SubmitProof's `path`, `cuzk submit --by-path`): the path, its
+    /// symbolic links resolved, must name a file under one of them, or the
+    /// submission is refused (INVALID_ARGUMENT, the same answer whether or
+    /// not the file exists), and the job keeps the resolved path. Resolved
+    /// at start: one that does not exist fails the start. Empty (the
+    /// default): any absolute path the daemon's user can read, for clients
+    /// trusted to read the host's files.
+    pub assignment_dirs: Vec<PathBuf>,
     /// Directories of circuits: each subdirectory holding `pk.bin`,
     /// `vk.bin` and `r1cs.bin` (as `cuzk keygen` writes them) is a circuit
     /// whose id is the subdirectory's name. Empty: `DATA_DIR/keys`.
@@ -156,6 +166,7 @@ impl Default for Config {
             data_dir: PathBuf::from("cuzk-data"),
             database_url: String::new(),
             payload_dir: PathBuf::new(),
+            assignment_dirs: Vec::new(),
             key_dirs: Vec::new(),
             devices: None,
             gpu_workers_per_device: cuzk_prover::DEFAULT_GPU_WORKERS_PER_DEVICE,

@@ -178,6 +178,8 @@ pub struct Engine {
     registry: Registry,
     owner: String,
     payload_dir: PathBuf,
+    /// `assignment_dirs`, resolved at start (empty: any path).
+    assignment_dirs: Arc<[PathBuf]>,
     doorbell: Doorbell,
     changed: tokio::sync::Notify,
     shutdown: AtomicBool,
@@ -226,6 +228,25 @@ impl Engine {
         // directory or with the directory spelled another way.
         let payload_dir = std::fs::canonicalize(&payload_dir)
             .map_err(|e| Error::io(format!("resolving {}", payload_dir.display()), e))?;
+        let assignment_dirs = config
+            .assignment_dirs
+            .iter()
+            .map(|d| match std::fs::canonicalize(d) {
+                Ok(c) if c.is_dir() => Ok(c),
+                Ok(_) => Err(Error::InvalidArgument(format!(
+                    "assignment directory {} (assignment_dirs) is not a directory",
+                    d.display()
+                ))),
+                Err(e) => Err(Error::io(
+                    format!(
+                        "resolving the assignment directory {} (assignment_dirs; make it, or \
+                         drop it from the list)",
+                        d.display()
+                    ),
+                    e,
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
         // One daemon a data directory: a second one would requeue the
         // first's running jobs.
         let lock_path = config.data_dir.join(".lock");
@@ -338,6 +359,7 @@ impl Engine {
         let engine = Arc::new(Engine {
             owner: config.worker_name(),
             payload_dir,
+            assignment_dirs: assignment_dirs.into(),
             store,
             registry,
             doorbell: Doorbell::default(),
@@ -490,15 +512,15 @@ impl Engine {
         let id = uuid::Uuid::new_v4().to_string();
         // File work (a decode, an fsync of up to max_inline_bytes) off the
         // async runtime's threads.
-        let (dir, circuit, max_inline) = (
-            self.payload_dir.clone(),
-            req.circuit_id.clone(),
-            self.config.max_inline_bytes,
-        );
-        let placed_id = id.clone();
-        let (path, owned, bytes) = tokio::task::spawn_blocking(move || {
-            place_payload(payload, &header, &circuit, &dir, &placed_id, max_inline)
-        })
+        let place = Placement {
+            dir: self.payload_dir.clone(),
+            assignment_dirs: self.assignment_dirs.clone(),
+            id: id.clone(),
+            max_inline: self.config.max_inline_bytes,
+        };
+        let circuit = req.circuit_id.clone();
+        let (path, owned, bytes) =
+            tokio::task::spawn_blocking(move || place_payload(payload, &header, &circuit, &place))
         .await
         .map_err(|e| Error::Internal(format!("payload task: {e}")))??;
         let cleanup = |path: &Path| {
@@ -1146,19 +1168,29 @@ impl Engine {
     }
 }
 
+/// Where and how a submission's payload is put: the payload directory,
+/// the directories a path may name (empty: any), the job's id and the
+/// largest inline assignment.
+struct Placement {
+    dir: PathBuf,
+    assignment_dirs: Arc<[PathBuf]>,
+    id: String,
+    max_inline: u64,
+}
+
 /// Checks a submission's payload against the circuit's R1CS `header` and
 /// puts it in place: the bytes of an inline assignment (decoded in full,
-/// written to `dir` and synced), a client's path (checked, left where it
-/// is), or a streamed upload (moved into `dir`). Returns the payload's
-/// path, whether the daemon owns it, and its size.
+/// written to the payload directory and synced), a client's path (checked
+/// against the assignment directories, left where it is), or a streamed
+/// upload (moved into the payload directory). Returns the payload's path,
+/// whether the daemon owns it, and its size.
 fn place_payload(
     payload: Payload,
     header: &cuzk_prover::r1cs_file::Header,
     circuit_id: &str,
-    dir: &Path,
-    id: &str,
-    max_inline: u64,
+    place: &Placement,
 ) -> Result<(PathBuf, bool, u64)> {
+    let (dir, id, max_inline) = (&place.dir, &place.id, place.max_inline);
     Ok(match payload {
         Payload::Bytes(b) => {
             if b.len() as u64 > max_inline {
@@ -1177,14 +1209,7 @@ fn place_payload(
             (p, true, b.len() as u64)
         }
         Payload::Path(p) => {
-            if !p.is_absolute() || !p.is_file() {
-                return Err(Error::InvalidArgument(format!(
-                    "assignment path {}: not a readable file on the daemon's host; give an \
-                     absolute path the daemon can read, or send the assignment inline or \
-                     streamed",
-                    p.display()
-                )));
-            }
+            let p = allowed_path(&p, &place.assignment_dirs)?;
             let head = read_head(&p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
             check_sizes(&head, header, circuit_id)?;
             let len = std::fs::metadata(&p)
@@ -1205,6 +1230,46 @@ fn place_payload(
             (to, true, len)
         }
     })
+}
+
+/// A client's assignment path as the job keeps it: `p` itself when any
+/// path is allowed (`dirs` empty), else `p` with its symbolic links
+/// resolved, which must name a file under one of `dirs` (resolved too).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `p` is not absolute or names no file
+/// (or, with `dirs`, none under them: one message whether or not the file
+/// exists, so that a client learns nothing of files outside them).
+fn allowed_path(p: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
+    let refuse = |what: String| {
+        Err(Error::InvalidArgument(format!(
+            "assignment path {}: {what}, or send the assignment inline or streamed",
+            p.display()
+        )))
+    };
+    if !p.is_absolute() {
+        return refuse("not an absolute path: give the file's absolute path on the daemon's \
+                       host"
+            .into());
+    }
+    if dirs.is_empty() {
+        if !p.is_file() {
+            return refuse("not a readable file on the daemon's host: give an absolute path \
+                           the daemon can read"
+                .into());
+        }
+        return Ok(p.to_path_buf());
+    }
+    match std::fs::canonicalize(p) {
+        Ok(c) if c.is_file() && dirs.iter().any(|d| c.starts_with(d)) => Ok(c),
+        _ => refuse(format!(
+            "no readable file under the daemon's assignment directories ({}): put it in one",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// A job a worker claimed: its lease (renewed while this lives) and, when
@@ -1469,9 +1534,9 @@ fn sqlite_file(url: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{sqlite_file, Payload};
+    use super::{allowed_path, sqlite_file, Payload};
     use rand::{RngCore, SeedableRng};
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     /// One assignment has one digest however it arrived: inline, or
     /// streamed with its hash taken on the way in or read back from the
@@ -1493,6 +1558,53 @@ mod tests {
         assert_ne!(Payload::Path(p.clone()).digest().unwrap(), inline);
         let gone = Payload::Owned(dir.path().join("gone.asg"), None).digest();
         assert!(gone.unwrap_err().to_string().contains("gone.asg"));
+    }
+
+    /// Path submissions: any readable absolute path without assignment
+    /// directories; with them, only files under them once links are
+    /// resolved, refused alike whether or not a file outside exists.
+    #[test]
+    fn assignment_paths_stay_under_their_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let (inside, outside) = (root.join("in"), root.join("out"));
+        std::fs::create_dir_all(inside.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let (a, secret) = (inside.join("sub/a.asg"), outside.join("secret"));
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::write(&secret, b"s").unwrap();
+        let link = inside.join("link.asg");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let err = |p: &Path, dirs: &[PathBuf]| allowed_path(p, dirs).unwrap_err().to_string();
+
+        // No directories: any readable absolute path, kept as given.
+        assert_eq!(allowed_path(&link, &[]).unwrap(), link);
+        assert!(err(Path::new("rel/a.asg"), &[]).contains("not an absolute path"));
+        assert!(err(&outside.join("gone"), &[]).contains("not a readable file"));
+        assert!(err(&outside, &[]).contains("not a readable file"));
+
+        let dirs = [inside.clone()];
+        assert_eq!(allowed_path(&a, &dirs).unwrap(), a);
+        let dotted = inside.join("sub/../sub/./a.asg");
+        assert_eq!(allowed_path(&dotted, &dirs).unwrap(), a);
+        assert!(err(Path::new("in/sub/a.asg"), &dirs).contains("not an absolute path"));
+        // Out through `..`, through a link, or a directory: refused, and
+        // a file outside reads as one that does not exist.
+        let escapes = [
+            inside.join("../out/secret"),
+            link.clone(),
+            secret.clone(),
+            inside.join("sub"),
+        ];
+        let gone = err(&outside.join("gone"), &dirs).replace("/gone", "/X");
+        for p in escapes {
+            let m = err(&p, &dirs);
+            assert!(m.contains("under the daemon's assignment directories"), "{m}");
+            assert!(m.contains(&inside.display().to_string()), "{m}");
+            if p == secret {
+                assert_eq!(m.replace("/secret", "/X"), gone);
+            }
+        }
     }
 
     #[test]

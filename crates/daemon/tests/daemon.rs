@@ -23,6 +23,7 @@ async fn every_call_and_bad_input_in_process() {
         devices: Some(Vec::new()),
         gpu_workers_per_device: 2,
         max_inline_bytes: 4 << 20,
+        assignment_dirs: vec![tmp.path().to_path_buf()],
         ..Config::default()
     };
     let engine = Engine::start(config.clone()).await.unwrap();
@@ -241,9 +242,15 @@ async fn every_call_and_bad_input_in_process() {
     nopath.assignment = Some(pb::submit_proof_request::Assignment::Path(
         "/no/such".into(),
     ));
-    let (k, m) = code(c.submit_proof(nopath).await);
+    let (k, m) = code(c.submit_proof(nopath.clone()).await);
     assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
-    assert!(m.contains("not a readable file"), "{m}");
+    assert!(m.contains("under the daemon's assignment directories"), "{m}");
+    // A file outside the assignment directories reads as a missing one.
+    let outside = keys().join(ONE).join("vk.bin").display().to_string();
+    nopath.assignment = Some(pb::submit_proof_request::Assignment::Path(outside.clone()));
+    let (k, m2) = code(c.submit_proof(nopath).await);
+    assert_eq!(k, tonic::Code::InvalidArgument, "{m2}");
+    assert_eq!(m2.replace(&outside, "/no/such"), m);
     let msgs = vec![header(bytes.len()), data(&bytes[..100])];
     let (k, m) = code(c.submit_proof_stream(tokio_stream::iter(msgs)).await);
     assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
@@ -761,6 +768,54 @@ fn the_daemon_refuses_to_start_unguarded_or_with_a_bad_token_file() {
     );
     let e = refused(&["--listen", "notanaddress"]);
     assert!(e.contains("is not an address"), "{e}");
+}
+
+/// `--print-config` prints what the file and the flags make, every setting
+/// by its TOML name, as a file `--config` reads back; it checks the result
+/// and starts nothing. A missing assignment directory fails the start.
+#[test]
+fn print_config_round_trips_and_assignment_dirs_must_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = tmp.path().join("cuzk.toml");
+    std::fs::write(&file, "max_queued_bytes = 12345\nverify_keys = true\nlease_secs = 9\n").unwrap();
+    let print = |extra: &[&str]| {
+        std::process::Command::new(daemon_exe())
+            .arg("--config")
+            .arg(&file)
+            .args(["--data-dir", &data.display().to_string(), "--print-config"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = print(&["--assignment-dir", "/srv/w", "--lease-secs", "30"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for line in [
+        "max_queued_bytes = 12345",
+        "verify_keys = true",
+        "lease_secs = 30",
+        "shutdown_grace_secs = 600",
+        "retain_finished_secs = 604800",
+        "load_ahead = true",
+    ] {
+        assert!(text.contains(line), "{line} not in\n{text}");
+    }
+    let printed = tmp.path().join("printed.toml");
+    std::fs::write(&printed, &text).unwrap();
+    let back = Config::from_file(&printed).unwrap();
+    assert_eq!(back.assignment_dirs, vec![std::path::PathBuf::from("/srv/w")]);
+    assert_eq!((back.max_queued_bytes, back.lease_secs), (12345, 30));
+    assert_eq!(back.data_dir, data);
+    assert!(!data.exists(), "--print-config started the daemon");
+    let out = print(&["--lease-secs", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lease_secs"));
+
+    let sock = format!("unix:{}", tmp.path().join("s.sock").display());
+    let missing = tmp.path().join("no-such-dir").display().to_string();
+    let e = refused_start(&data, &["--listen", &sock, "--assignment-dir", &missing]);
+    assert!(e.contains(&missing) && e.contains("assignment_dirs"), "{e}");
 }
 
 /// The error output of a `cuzk-daemon` over `data` with `extra` flags,

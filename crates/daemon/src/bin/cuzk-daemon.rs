@@ -1,7 +1,7 @@
 //! `cuzk-daemon`: the proving service. With no arguments it serves on
 //! 127.0.0.1:9820 with a SQLite job store and circuits under ./cuzk-data;
 //! `--config FILE` reads a TOML file (see `cuzk_daemon::Config`), and
-//! flags override it. SIGTERM or Ctrl-C stop it after the running proofs
+//! flags override it; `--print-config` prints the result as TOML and exits. SIGTERM or Ctrl-C stop it after the running proofs
 //! (exit status 1 if the shutdown grace passed first); a second one stops
 //! it at once (status 130).
 //! On a TCP address other hosts can reach it needs `--auth-token-file`
@@ -69,6 +69,11 @@ struct Args {
     /// A directory of circuits (repeatable).
     #[arg(long = "key-dir")]
     key_dirs: Vec<PathBuf>,
+    /// A directory under which clients may name assignments by path
+    /// (`cuzk submit --by-path`; repeatable). Without any, any absolute
+    /// path the daemon can read.
+    #[arg(long = "assignment-dir", value_name = "DIR")]
+    assignment_dirs: Vec<PathBuf>,
     /// CUDA ordinals, comma-separated; `cpu` for the CPU path.
     #[arg(long)]
     devices: Option<String>,
@@ -78,6 +83,12 @@ struct Args {
     /// Host memory for loaded keys, bytes.
     #[arg(long)]
     key_host_budget_bytes: Option<u64>,
+    /// Print the configuration these flags and --config make, every
+    /// setting by its TOML name (the config-file-only ones too:
+    /// max_queued_bytes, shutdown_grace_secs, verify_keys, ...), check it,
+    /// and exit without starting. Unset optional settings are left out.
+    #[arg(long)]
+    print_config: bool,
 }
 
 fn config(a: Args) -> anyhow::Result<Config> {
@@ -127,6 +138,9 @@ fn config(a: Args) -> anyhow::Result<Config> {
     if !a.key_dirs.is_empty() {
         c.key_dirs = a.key_dirs;
     }
+    if !a.assignment_dirs.is_empty() {
+        c.assignment_dirs = a.assignment_dirs;
+    }
     if let Some(v) = a.devices {
         c.devices = Some(if v == "cpu" {
             Vec::new()
@@ -156,7 +170,23 @@ async fn main() -> anyhow::Result<()> {
         // Colours for a person at a terminal, plain text in a log file.
         .with_ansi(std::io::stdout().is_terminal())
         .init();
-    let c = config(Args::parse())?;
+    let args = Args::parse();
+    let print = args.print_config;
+    let c = config(args)?;
+    if print {
+        use std::io::Write;
+        c.validate()?;
+        let text = format!(
+            "# cuzk-daemon's configuration (a --config file takes these keys; see \
+             cuzk_daemon::Config)\n{}",
+            toml::to_string_pretty(&c)?
+        );
+        // A reader that closed early (`| head`) is not an error.
+        return match std::io::stdout().write_all(text.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+            _ => Ok(()),
+        };
+    }
     // The addresses first: one that is taken fails the start before the
     // engine claims or requeues any job.
     let listeners = service::Listeners::bind(&c).await?;

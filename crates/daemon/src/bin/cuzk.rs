@@ -119,7 +119,9 @@ struct SubmitArgs {
     /// the job ends, 7 days by default).
     #[arg(long, default_value = "")]
     key: String,
-    /// Pass the file's path (the daemon reads it) instead of its bytes.
+    /// Pass the file's path (the daemon reads it) instead of its bytes;
+    /// with --assignment-dir, the daemon takes only paths under those
+    /// directories.
     #[arg(long)]
     by_path: bool,
 }
