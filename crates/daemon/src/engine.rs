@@ -521,8 +521,8 @@ impl Engine {
         let circuit = req.circuit_id.clone();
         let (path, owned, bytes) =
             tokio::task::spawn_blocking(move || place_payload(payload, &header, &circuit, &place))
-        .await
-        .map_err(|e| Error::Internal(format!("payload task: {e}")))??;
+                .await
+                .map_err(|e| Error::Internal(format!("payload task: {e}")))??;
         let cleanup = |path: &Path| {
             if owned {
                 let _ = std::fs::remove_file(path);
@@ -1248,15 +1248,19 @@ fn allowed_path(p: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
         )))
     };
     if !p.is_absolute() {
-        return refuse("not an absolute path: give the file's absolute path on the daemon's \
+        return refuse(
+            "not an absolute path: give the file's absolute path on the daemon's \
                        host"
-            .into());
+                .into(),
+        );
     }
     if dirs.is_empty() {
         if !p.is_file() {
-            return refuse("not a readable file on the daemon's host: give an absolute path \
+            return refuse(
+                "not a readable file on the daemon's host: give an absolute path \
                            the daemon can read"
-                .into());
+                    .into(),
+            );
         }
         return Ok(p.to_path_buf());
     }
@@ -1599,7 +1603,10 @@ mod tests {
         let gone = err(&outside.join("gone"), &dirs).replace("/gone", "/X");
         for p in escapes {
             let m = err(&p, &dirs);
-            assert!(m.contains("under the daemon's assignment directories"), "{m}");
+            assert!(
+                m.contains("under the daemon's assignment directories"),
+                "{m}"
+            );
             assert!(m.contains(&inside.display().to_string()), "{m}");
             if p == secret {
                 assert_eq!(m.replace("/secret", "/X"), gone);

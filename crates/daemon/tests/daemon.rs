@@ -244,7 +244,10 @@ async fn every_call_and_bad_input_in_process() {
     ));
     let (k, m) = code(c.submit_proof(nopath.clone()).await);
     assert_eq!(k, tonic::Code::InvalidArgument, "{m}");
-    assert!(m.contains("under the daemon's assignment directories"), "{m}");
+    assert!(
+        m.contains("under the daemon's assignment directories"),
+        "{m}"
+    );
     // A file outside the assignment directories reads as a missing one.
     let outside = keys().join(ONE).join("vk.bin").display().to_string();
     nopath.assignment = Some(pb::submit_proof_request::Assignment::Path(outside.clone()));
@@ -778,7 +781,11 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let file = tmp.path().join("cuzk.toml");
-    std::fs::write(&file, "max_queued_bytes = 12345\nverify_keys = true\nlease_secs = 9\n").unwrap();
+    std::fs::write(
+        &file,
+        "max_queued_bytes = 12345\nverify_keys = true\nlease_secs = 9\n",
+    )
+    .unwrap();
     let print = |extra: &[&str]| {
         std::process::Command::new(daemon_exe())
             .arg("--config")
@@ -790,7 +797,11 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
     };
     let out = print(&["--assignment-dir", "/srv/w", "--lease-secs", "30"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for line in [
         "max_queued_bytes = 12345",
         "verify_keys = true",
@@ -804,7 +815,10 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
     let printed = tmp.path().join("printed.toml");
     std::fs::write(&printed, &text).unwrap();
     let back = Config::from_file(&printed).unwrap();
-    assert_eq!(back.assignment_dirs, vec![std::path::PathBuf::from("/srv/w")]);
+    assert_eq!(
+        back.assignment_dirs,
+        vec![std::path::PathBuf::from("/srv/w")]
+    );
     assert_eq!((back.max_queued_bytes, back.lease_secs), (12345, 30));
     assert_eq!(back.data_dir, data);
     assert!(!data.exists(), "--print-config started the daemon");
