@@ -190,7 +190,22 @@ pub fn read_full_file_with<B: std::ops::DerefMut<Target = [Fr]>>(
     path: &Path,
     make: impl FnOnce(usize) -> B,
 ) -> Result<(B, usize)> {
-    let file = BodyFile::open(path)?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::io(format!("opening assignment {}", path.display()), e))?;
+    read_full_opened_with(file, path, make)
+}
+
+/// [`read_full_file_with`] from `file`, already open (say, after its
+/// caller checked which file it is); `path` names it in errors.
+///
+/// # Errors
+/// As [`read_full_file_with`], but for opening.
+pub fn read_full_opened_with<B: std::ops::DerefMut<Target = [Fr]>>(
+    file: std::fs::File,
+    path: &Path,
+    make: impl FnOnce(usize) -> B,
+) -> Result<(B, usize)> {
+    let file = BodyFile::from_file(path, file)?;
     let n = 1 + file.complete;
     let mut z = make(n);
     if z.len() != n {
@@ -247,9 +262,8 @@ struct BodyFile<'a> {
 }
 
 impl<'a> BodyFile<'a> {
-    fn open(path: &'a Path) -> Result<Self> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| Error::io(format!("opening assignment {}", path.display()), e))?;
+    /// `file`, open, whose name in errors is `path`.
+    fn from_file(path: &'a Path, file: std::fs::File) -> Result<Self> {
         let len = file
             .metadata()
             .map_err(|e| Error::io(format!("reading assignment {}", path.display()), e))?

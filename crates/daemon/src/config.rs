@@ -82,7 +82,9 @@ pub struct Config {
     /// path (SubmitProof's `path`, `cuzk submit --by-path`): the path, its
     /// symbolic links resolved, must name a file under one of them, or the
     /// submission is refused (INVALID_ARGUMENT, the same answer whether or
-    /// not the file exists), and the job keeps the resolved path. Resolved
+    /// not the file exists), and the job keeps the resolved path; a worker
+    /// checks the file it opens again (a link swapped in while the job
+    /// waited fails the job). Resolved
     /// at start: one that does not exist fails the start. Empty (the
     /// default): any absolute path the daemon's user can read, for clients
     /// trusted to read the host's files.
@@ -225,6 +227,33 @@ impl Config {
         } else {
             self.key_dirs.clone()
         }
+    }
+
+    /// `assignment_dirs` resolved: absolute, their symbolic links
+    /// resolved, each a directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming one that cannot be resolved (say, missing);
+    /// [`Error::InvalidArgument`] naming one that is not a directory.
+    pub fn resolved_assignment_dirs(&self) -> Result<Vec<PathBuf>> {
+        self.assignment_dirs
+            .iter()
+            .map(|d| match std::fs::canonicalize(d) {
+                Ok(c) if c.is_dir() => Ok(c),
+                Ok(_) => Err(Error::InvalidArgument(format!(
+                    "assignment directory {} (assignment_dirs) is not a directory",
+                    d.display()
+                ))),
+                Err(e) => Err(Error::io(
+                    format!(
+                        "resolving the assignment directory {} (assignment_dirs; make it, or \
+                         drop it from the list)",
+                        d.display()
+                    ),
+                    e,
+                )),
+            })
+            .collect()
     }
 
     /// The bearer token of `auth_token_file`; `None` without one.

@@ -208,8 +208,8 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad setting, an empty token file or
     /// a TLS file without its certificate or key; [`Error::Io`] when the
-    /// token file or a TLS file cannot be read or the data
-    /// directories cannot be made; [`Error::Store`] when the store
+    /// token file or a TLS file cannot be read, the data
+    /// directories cannot be made or an assignment directory resolved; [`Error::Store`] when the store
     /// cannot be opened; [`Error::Prover`] when a device's memory cannot be
     /// set up.
     pub async fn start(config: Config) -> Result<Arc<Engine>> {
@@ -228,25 +228,7 @@ impl Engine {
         // directory or with the directory spelled another way.
         let payload_dir = std::fs::canonicalize(&payload_dir)
             .map_err(|e| Error::io(format!("resolving {}", payload_dir.display()), e))?;
-        let assignment_dirs = config
-            .assignment_dirs
-            .iter()
-            .map(|d| match std::fs::canonicalize(d) {
-                Ok(c) if c.is_dir() => Ok(c),
-                Ok(_) => Err(Error::InvalidArgument(format!(
-                    "assignment directory {} (assignment_dirs) is not a directory",
-                    d.display()
-                ))),
-                Err(e) => Err(Error::io(
-                    format!(
-                        "resolving the assignment directory {} (assignment_dirs; make it, or \
-                         drop it from the list)",
-                        d.display()
-                    ),
-                    e,
-                )),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let assignment_dirs = config.resolved_assignment_dirs()?;
         // One daemon a data directory: a second one would requeue the
         // first's running jobs.
         let lock_path = config.data_dir.join(".lock");
@@ -1035,15 +1017,27 @@ impl Engine {
                 other => Fault::Daemon(other),
             })?;
         let t = Instant::now();
+        let path = Path::new(&job.payload_path);
+        let file = if job.payload_owned {
+            std::fs::File::open(path).map_err(|e| {
+                Fault::Daemon(Error::io(
+                    format!("opening assignment {}", path.display()),
+                    e,
+                ))
+            })?
+        } else {
+            open_client_file(path, &self.assignment_dirs)?
+        };
         let (z, num_inputs) =
-            assignment::read_full_file_with(Path::new(&job.payload_path), |n| self.pinned.take(n))
-                .map_err(|e| match e {
+            assignment::read_full_opened_with(file, path, |n| self.pinned.take(n)).map_err(
+                |e| match e {
                     // A payload this host cannot open is this host's problem
                     // (another daemon of the cluster may see it); one that does
                     // not decode is the job's.
                     Error::Io { .. } => Fault::Daemon(e),
                     other => Fault::Job(other),
-                })?;
+                },
+            )?;
         if num_inputs != circuit.num_inputs || z.len() != circuit.num_variables {
             return Err(Fault::Job(Error::InvalidArgument(format!(
                 "assignment of {} public inputs and {} witness values; circuit `{}` takes {} and {}",
@@ -1210,15 +1204,23 @@ fn place_payload(
         }
         Payload::Path(p) => {
             let p = allowed_path(&p, &place.assignment_dirs)?;
-            let head = read_head(&p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            // The file as opened, as a worker opens it: a swap since the
+            // check above cannot lead outside or block on a FIFO.
+            let mut f = open_client_file(&p, &place.assignment_dirs).map_err(|f| match f {
+                Fault::Job(e) | Fault::Daemon(e) => Error::InvalidArgument(e.to_string()),
+            })?;
+            let head = read_head(&mut f, &p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
             check_sizes(&head, header, circuit_id)?;
-            let len = std::fs::metadata(&p)
+            let len = f
+                .metadata()
                 .map_err(|e| Error::io(format!("reading {}", p.display()), e))?
                 .len();
             (p, false, len)
         }
         Payload::Owned(p, _) => {
-            let head = read_head(&p)?;
+            let mut f = std::fs::File::open(&p)
+                .map_err(|e| Error::io(format!("opening {}", p.display()), e))?;
+            let head = read_head(&mut f, &p)?;
             check_sizes(&head, header, circuit_id)?;
             let to = dir.join(format!("{id}.asg"));
             std::fs::rename(&p, &to)
@@ -1241,12 +1243,7 @@ fn place_payload(
 /// (or, with `dirs`, none under them: one message whether or not the file
 /// exists, so that a client learns nothing of files outside them).
 fn allowed_path(p: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
-    let refuse = |what: String| {
-        Err(Error::InvalidArgument(format!(
-            "assignment path {}: {what}, or send the assignment inline or streamed",
-            p.display()
-        )))
-    };
+    let refuse = |what: String| Err(path_refused(p, what));
     if !p.is_absolute() {
         return refuse(
             "not an absolute path: give the file's absolute path on the daemon's \
@@ -1265,15 +1262,83 @@ fn allowed_path(p: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
         return Ok(p.to_path_buf());
     }
     match std::fs::canonicalize(p) {
-        Ok(c) if c.is_file() && dirs.iter().any(|d| c.starts_with(d)) => Ok(c),
-        _ => refuse(format!(
-            "no readable file under the daemon's assignment directories ({}): put it in one",
-            dirs.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        Ok(c) if c.is_file() && under(&c, dirs) => Ok(c),
+        _ => Err(outside_dirs(p, dirs)),
     }
+}
+
+/// The refusal of a client's assignment path `p`: `what` was wrong.
+fn path_refused(p: &Path, what: String) -> Error {
+    Error::InvalidArgument(format!(
+        "assignment path {}: {what}, or send the assignment inline or streamed",
+        p.display()
+    ))
+}
+
+/// The refusal of `p` as no file under the assignment directories `dirs`:
+/// one message whether a file outside them exists or not.
+fn outside_dirs(p: &Path, dirs: &[PathBuf]) -> Error {
+    let dirs = dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    path_refused(
+        p,
+        format!(
+            "no readable file under the daemon's assignment directories ({dirs}): put it in one"
+        ),
+    )
+}
+
+/// Whether the resolved path `real` lies under one of `dirs` (resolved).
+fn under(real: &Path, dirs: &[PathBuf]) -> bool {
+    dirs.iter().any(|d| real.starts_with(d))
+}
+
+/// Opens a client's assignment file `p` for a worker: without blocking
+/// (a FIFO put in its place does not hang the worker), a regular file
+/// only, and with assignment directories `dirs`, under one of them as
+/// the file was opened (the kernel's name for the open file, so that a
+/// link swapped in after the submission cannot lead outside).
+///
+/// # Errors
+/// [`Fault::Job`] with [`outside_dirs`]'s refusal when the opened file, or
+/// the path that cannot be opened, is not under `dirs`, or with a
+/// refusal of a file that is not regular; [`Fault::Daemon`] when a path
+/// allowed cannot be opened (another host of the cluster may read it).
+fn open_client_file(p: &Path, dirs: &[PathBuf]) -> std::result::Result<std::fs::File, Fault> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p);
+    let f = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            let allowed =
+                dirs.is_empty() || std::fs::canonicalize(p).is_ok_and(|c| under(&c, dirs));
+            return Err(if allowed {
+                Fault::Daemon(Error::io(format!("opening assignment {}", p.display()), e))
+            } else {
+                Fault::Job(outside_dirs(p, dirs))
+            });
+        }
+    };
+    if !dirs.is_empty() {
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        if !real.is_ok_and(|r| under(&r, dirs)) {
+            return Err(Fault::Job(outside_dirs(p, dirs)));
+        }
+    }
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Fault::Job(path_refused(
+            p,
+            "not a regular file: give an assignment file".into(),
+        )));
+    }
+    Ok(f)
 }
 
 /// A job a worker claimed: its lease (renewed while this lives) and, when
@@ -1485,11 +1550,9 @@ fn check_sizes(head: &[u8], r1cs: &cuzk_prover::r1cs_file::Header, id: &str) -> 
     Ok(())
 }
 
-/// The first bytes of a file (its assignment header).
-fn read_head(p: &Path) -> Result<Vec<u8>> {
+/// The first bytes of file `f` (its assignment header); `p` names it.
+fn read_head(f: &mut std::fs::File, p: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
-    let mut f =
-        std::fs::File::open(p).map_err(|e| Error::io(format!("opening {}", p.display()), e))?;
     let mut head = vec![0u8; assignment::HEADER_BYTES];
     let n = f
         .read(&mut head)
@@ -1538,7 +1601,7 @@ fn sqlite_file(url: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{allowed_path, sqlite_file, Payload};
+    use super::{allowed_path, open_client_file, sqlite_file, Fault, Payload};
     use rand::{RngCore, SeedableRng};
     use std::path::{Path, PathBuf};
 
@@ -1612,6 +1675,58 @@ mod tests {
                 assert_eq!(m.replace("/secret", "/X"), gone);
             }
         }
+    }
+
+    /// A worker opens a client's file only under the assignment
+    /// directories as it is when opened: a link swapped in after the
+    /// submission fails the job, with the refusal a missing file gets; a
+    /// FIFO does not block the worker.
+    #[test]
+    fn a_worker_opens_client_files_only_under_their_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let (inside, outside) = (root.join("in"), root.join("out"));
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let a = inside.join("a.asg");
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::write(outside.join("secret"), b"s").unwrap();
+        let fifo = inside.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let dirs = [inside.clone()];
+        let job_error = |p: &Path, dirs: &[PathBuf]| match open_client_file(p, dirs) {
+            Err(Fault::Job(e)) => e.to_string(),
+            Err(Fault::Daemon(e)) => panic!("{}: a daemon fault: {e}", p.display()),
+            Ok(_) => panic!("{} opened", p.display()),
+        };
+        assert!(open_client_file(&a, &dirs).is_ok());
+        assert!(open_client_file(&a, &[]).is_ok());
+        // The job's path swapped for links out, to a file and to none.
+        let swapped = inside.join("swapped.asg");
+        std::os::unix::fs::symlink(outside.join("secret"), &swapped).unwrap();
+        let to_file = job_error(&swapped, &dirs);
+        std::fs::remove_file(&swapped).unwrap();
+        std::os::unix::fs::symlink(outside.join("gone"), &swapped).unwrap();
+        assert_eq!(job_error(&swapped, &dirs), to_file);
+        assert!(
+            to_file.contains("under the daemon's assignment directories"),
+            "{to_file}"
+        );
+        // A directory on the path swapped for a link out.
+        let sub = inside.join("sub");
+        std::os::unix::fs::symlink(&outside, &sub).unwrap();
+        assert!(job_error(&sub.join("secret"), &dirs).contains("assignment directories"));
+        for d in [&dirs[..], &[]] {
+            assert!(job_error(&fifo, d).contains("not a regular file"));
+        }
+        // A file under the directories that cannot be opened: this host's
+        // fault (the job goes back to the queue).
+        std::fs::remove_file(&a).unwrap();
+        assert!(matches!(open_client_file(&a, &[]), Err(Fault::Daemon(_))));
     }
 
     #[test]

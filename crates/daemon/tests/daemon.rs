@@ -795,7 +795,10 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
             .output()
             .unwrap()
     };
-    let out = print(&["--assignment-dir", "/srv/w", "--lease-secs", "30"]);
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let w_s = w.display().to_string();
+    let out = print(&["--assignment-dir", &w_s, "--lease-secs", "30"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
@@ -809,25 +812,34 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
         "shutdown_grace_secs = 600",
         "retain_finished_secs = 604800",
         "load_ahead = true",
+        "# devices (unset): every GPU",
+        "payloads",
     ] {
         assert!(text.contains(line), "{line} not in\n{text}");
     }
     let printed = tmp.path().join("printed.toml");
     std::fs::write(&printed, &text).unwrap();
     let back = Config::from_file(&printed).unwrap();
-    assert_eq!(
-        back.assignment_dirs,
-        vec![std::path::PathBuf::from("/srv/w")]
-    );
+    assert_eq!(back.assignment_dirs, vec![w.clone()]);
     assert_eq!((back.max_queued_bytes, back.lease_secs), (12345, 30));
     assert_eq!(back.data_dir, data);
     assert!(!data.exists(), "--print-config started the daemon");
-    let out = print(&["--lease-secs", "1"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("lease_secs"));
+    // Checked as a start would: values, and the files it reads.
+    let missing = tmp.path().join("no-such-dir").display().to_string();
+    for (flags, named) in [
+        (["--lease-secs", "1"], "lease_secs"),
+        (["--assignment-dir", &missing], &missing[..]),
+        (["--auth-token-file", &missing], &missing[..]),
+    ] {
+        let out = print(&flags);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(named),
+            "{flags:?}: {err}"
+        );
+    }
 
     let sock = format!("unix:{}", tmp.path().join("s.sock").display());
-    let missing = tmp.path().join("no-such-dir").display().to_string();
     let e = refused_start(&data, &["--listen", &sock, "--assignment-dir", &missing]);
     assert!(e.contains(&missing) && e.contains("assignment_dirs"), "{e}");
 }

@@ -85,8 +85,10 @@ struct Args {
     key_host_budget_bytes: Option<u64>,
     /// Print the configuration these flags and --config make, every
     /// setting by its TOML name (the config-file-only ones too:
-    /// max_queued_bytes, shutdown_grace_secs, verify_keys, ...), check it,
-    /// and exit without starting. Unset optional settings are left out.
+    /// max_queued_bytes, shutdown_grace_secs, verify_keys, ...), check it
+    /// as a start would (the token, TLS files and assignment directories
+    /// too), and exit without starting. What an empty or unset setting
+    /// means is said in the comment above it.
     #[arg(long)]
     print_config: bool,
 }
@@ -160,6 +162,61 @@ fn config(a: Args) -> anyhow::Result<Config> {
     Ok(c)
 }
 
+/// The comment heading `--print-config`'s output: what the settings left
+/// empty or unset mean for this configuration.
+fn defaults_note(c: &Config) -> String {
+    let mut n = String::from(
+        "# cuzk-daemon's configuration: a --config file takes these keys (see\n\
+         # cuzk_daemon::Config); relative paths are from the daemon's working directory.\n",
+    );
+    let mut note = |key: &str, means: String| n.push_str(&format!("# {key}: {means}\n"));
+    if c.database_url.is_empty() {
+        note("database_url \"\"", c.database_url());
+    }
+    if c.payload_dir.as_os_str().is_empty() {
+        note("payload_dir \"\"", c.payload_dir().display().to_string());
+    }
+    if c.key_dirs.is_empty() {
+        let dirs: Vec<String> = c
+            .key_dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        note("key_dirs []", dirs.join(", "));
+    }
+    if c.assignment_dirs.is_empty() {
+        note(
+            "assignment_dirs []",
+            "any absolute path the daemon can read".into(),
+        );
+    }
+    if c.worker_name.is_empty() {
+        note(
+            "worker_name \"\"",
+            "this host's name and the process id".into(),
+        );
+    }
+    if c.devices.is_none() {
+        note(
+            "devices (unset)",
+            "every GPU, or the CPU path where there is none (devices = [] is the CPU path)".into(),
+        );
+    }
+    if c.key_host_budget_bytes.is_none() {
+        note(
+            "key_host_budget_bytes (unset)",
+            "half the host's memory".into(),
+        );
+    }
+    if c.auth_token_file.is_none() {
+        note("auth_token_file (unset)", "no token".into());
+    }
+    if c.tls_cert_file.is_none() {
+        note("tls_cert_file, tls_key_file (unset)", "plain gRPC".into());
+    }
+    n
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     use std::io::IsTerminal;
@@ -175,12 +232,12 @@ async fn main() -> anyhow::Result<()> {
     let c = config(args)?;
     if print {
         use std::io::Write;
+        // What a start checks before it opens the store.
         c.validate()?;
-        let text = format!(
-            "# cuzk-daemon's configuration (a --config file takes these keys; see \
-             cuzk_daemon::Config)\n{}",
-            toml::to_string_pretty(&c)?
-        );
+        c.auth_token()?;
+        c.tls()?;
+        c.resolved_assignment_dirs()?;
+        let text = format!("{}{}", defaults_note(&c), toml::to_string_pretty(&c)?);
         // A reader that closed early (`| head`) is not an error.
         return match std::io::stdout().write_all(text.as_bytes()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
