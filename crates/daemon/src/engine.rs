@@ -402,6 +402,7 @@ impl Engine {
             devices = ?devices,
             workers = engine.config.gpu_workers_per_device,
             circuits = ?engine.registry.circuits(),
+            assignment_dirs = ?engine.assignment_dirs,
             "engine started"
         );
         Ok(engine)

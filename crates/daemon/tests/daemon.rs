@@ -9,6 +9,7 @@ use common::*;
 use cuzk_daemon::pb;
 use cuzk_daemon::{service, Config, Engine};
 use rand::{Rng, SeedableRng};
+use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -564,6 +565,20 @@ fn cli_over_a_unix_socket() {
     // An unknown job: `await` names it and fails.
     let (ok, out) = run_cli(&["--addr", &listen, "await", "no-such-job"]);
     assert!(!ok && out.contains("no-such-job"), "{out}");
+    // A path that is not UTF-8 cannot cross as one: said, not mangled.
+    let odd = tmp.path().join(std::ffi::OsStr::from_bytes(b"w\xff.asg"));
+    std::fs::copy(&w, &odd).unwrap();
+    let out = std::process::Command::new(cli_exe())
+        .args(["--addr", &listen, "submit", "--by-path", "--circuit", TINY])
+        .arg("--assignment")
+        .arg(&odd)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("is not UTF-8"),
+        "{err}"
+    );
     // A reader that closed the pipe before the output came
     // (`cuzk status | head -0`): a quiet exit 0, no panic.
     let mut child = std::process::Command::new(cli_exe())

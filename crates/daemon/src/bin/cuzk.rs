@@ -119,9 +119,10 @@ struct SubmitArgs {
     /// the job ends, 7 days by default).
     #[arg(long, default_value = "")]
     key: String,
-    /// Pass the file's path (the daemon reads it) instead of its bytes;
-    /// with --assignment-dir, the daemon takes only paths under those
-    /// directories.
+    /// Pass the file's path (the daemon reads it) instead of its bytes:
+    /// its absolute path with links resolved on this host, which the
+    /// daemon's host must see too; with --assignment-dir, the daemon takes
+    /// only paths under those directories.
     #[arg(long)]
     by_path: bool,
 }
@@ -343,15 +344,22 @@ async fn submit(c: &mut Client, a: &SubmitArgs) -> Result<String> {
     }
     let len = meta.len();
     let r = if a.by_path {
+        // Sent as resolved here: the daemon's host must see the file at
+        // this same absolute path.
         let path = std::fs::canonicalize(&a.assignment)
             .with_context(|| format!("resolving {}", a.assignment.display()))?;
+        let Some(path) = path.to_str() else {
+            bail!(
+                "{} is not UTF-8, and a path crosses to the daemon as UTF-8 text: rename the \
+                 file, or send its bytes (without --by-path)",
+                path.display()
+            );
+        };
         c.submit_proof(pb::SubmitProofRequest {
             circuit_id: a.circuit.clone(),
             priority: prio,
             idempotency_key: a.key.clone(),
-            assignment: Some(pb::submit_proof_request::Assignment::Path(
-                path.display().to_string(),
-            )),
+            assignment: Some(pb::submit_proof_request::Assignment::Path(path.into())),
         })
         .await?
     } else if len <= INLINE_MAX {
