@@ -192,20 +192,42 @@ pub fn read_full_file_with<B: std::ops::DerefMut<Target = [Fr]>>(
 ) -> Result<(B, usize)> {
     let file = std::fs::File::open(path)
         .map_err(|e| Error::io(format!("opening assignment {}", path.display()), e))?;
-    read_full_opened_with(file, path, make)
+    read_full_opened_with(file, path, None, make)
 }
 
 /// [`read_full_file_with`] from `file`, already open (say, after its
-/// caller checked which file it is); `path` names it in errors.
+/// caller checked which file it is); `path` names it in errors. With
+/// `shape` = `(num_inputs, num_variables)` (a circuit's, each counting the
+/// constant one), a header announcing another shape is refused before any
+/// buffer is made: a file changed after its checks cannot make the reader
+/// claim more memory than the circuit's assignment takes.
 ///
 /// # Errors
-/// As [`read_full_file_with`], but for opening.
+/// As [`read_full_file_with`], but for opening; [`Error::InvalidArgument`]
+/// naming both shapes when the header's is not `shape`.
 pub fn read_full_opened_with<B: std::ops::DerefMut<Target = [Fr]>>(
     file: std::fs::File,
     path: &Path,
+    shape: Option<(usize, usize)>,
     make: impl FnOnce(usize) -> B,
 ) -> Result<(B, usize)> {
     let file = BodyFile::from_file(path, file)?;
+    if let Some((inputs, variables)) = shape {
+        let p = file.p;
+        let w = file.announced.map(|a| a - p);
+        let fits = p.checked_add(1) == Some(inputs as u64)
+            && file.announced.and_then(|a| a.checked_add(1)) == Some(variables as u64);
+        if !fits {
+            return Err(Error::InvalidArgument(format!(
+                "assignment {} announces {p} public inputs and {} witness values; the circuit \
+                 takes {} and {}",
+                path.display(),
+                w.map_or("too many".to_string(), |w| w.to_string()),
+                inputs.saturating_sub(1),
+                variables.saturating_sub(inputs)
+            )));
+        }
+    }
     let n = 1 + file.complete;
     let mut z = make(n);
     if z.len() != n {
@@ -654,6 +676,44 @@ mod tests {
             Err(Error::InvalidArgument(m)) => m,
             other => panic!("want an invalid argument, got {other:?}"),
         }
+    }
+
+    /// A header announcing another shape than the circuit's is refused
+    /// before any buffer is made: a file rewritten after its checks to
+    /// announce 2^31 elements over a sparse tail claims no memory.
+    #[test]
+    fn a_shape_is_checked_before_the_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.asg");
+        let a = random(2, 5, 7);
+        a.write_file(&path).unwrap();
+        let open = || std::fs::File::open(&path).unwrap();
+        let (z, l) = read_full_opened_with(open(), &path, Some((3, 8)), zeroed).unwrap();
+        assert_eq!((z, l), a.clone().into_full());
+        let no_buffer = |n: usize| -> Vec<Fr> { panic!("a buffer of {n} elements was made") };
+        for shape in [(2, 8), (3, 9), (4, 8), (3, 7)] {
+            let e = read_full_opened_with(open(), &path, Some(shape), no_buffer).unwrap_err();
+            assert!(
+                e.to_string().contains("announces 2 public inputs and 5"),
+                "{e}"
+            );
+        }
+        // Rewritten in place: 2^31 witness values announced, a sparse file
+        // of their length.
+        let mut bytes = a.to_bytes();
+        bytes[16..24].copy_from_slice(&(1u64 << 31).to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(HEADER_BYTES as u64 + ELEMENT_BYTES as u64 * ((1 << 31) + 2))
+            .unwrap();
+        let e = read_full_opened_with(open(), &path, Some((3, 8)), no_buffer).unwrap_err();
+        assert!(e.to_string().contains("2147483648 witness values"), "{e}");
+        assert!(e.to_string().contains("takes 2 and 5"), "{e}");
+        // u64's limit announced: said, not overflowed.
+        bytes[8..24].copy_from_slice(&[0xff; 16]);
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read_full_opened_with(open(), &path, Some((3, 8)), no_buffer).unwrap_err();
+        assert!(e.to_string().contains("too many witness values"), "{e}");
     }
 
     #[test]

@@ -79,15 +79,17 @@ pub struct Config {
     /// read. Empty: `DATA_DIR/payloads`.
     pub payload_dir: PathBuf,
     /// Directories under which a submission may name its assignment by
-    /// path (SubmitProof's `path`, `cuzk submit --by-path`): the path, its
-    /// symbolic links resolved, must name a file under one of them, or the
-    /// submission is refused (INVALID_ARGUMENT, the same answer whether or
-    /// not the file exists), and the job keeps the resolved path; a worker
-    /// checks the file it opens again (a link swapped in while the job
-    /// waited fails the job). Resolved
-    /// at start: one that does not exist fails the start. Empty (the
-    /// default): any absolute path the daemon's user can read, for clients
-    /// trusted to read the host's files.
+    /// path (SubmitProof's `path`, `cuzk submit --by-path`): the path must
+    /// start with one of them and resolve beneath it (links and `..`
+    /// included; Linux's openat2 with RESOLVE_BENEATH), and name a regular
+    /// file; any other is refused (INVALID_ARGUMENT, the same answer
+    /// whether or not a file outside exists). The submission and each
+    /// worker open the file that way, so a link swapped in while the job
+    /// waited fails the job. Opened at start: one that does not exist fails
+    /// the start. Daemons sharing a PostgreSQL store should all set the
+    /// same directories: each enforces its own on the jobs it takes. Empty
+    /// (the default): any absolute path the daemon's user can read, for
+    /// clients trusted to read the host's files.
     pub assignment_dirs: Vec<PathBuf>,
     /// Directories of circuits: each subdirectory holding `pk.bin`,
     /// `vk.bin` and `r1cs.bin` (as `cuzk keygen` writes them) is a circuit
@@ -236,24 +238,7 @@ impl Config {
     /// [`Error::Io`] naming one that cannot be resolved (say, missing);
     /// [`Error::InvalidArgument`] naming one that is not a directory.
     pub fn resolved_assignment_dirs(&self) -> Result<Vec<PathBuf>> {
-        self.assignment_dirs
-            .iter()
-            .map(|d| match std::fs::canonicalize(d) {
-                Ok(c) if c.is_dir() => Ok(c),
-                Ok(_) => Err(Error::InvalidArgument(format!(
-                    "assignment directory {} (assignment_dirs) is not a directory",
-                    d.display()
-                ))),
-                Err(e) => Err(Error::io(
-                    format!(
-                        "resolving the assignment directory {} (assignment_dirs; make it, or \
-                         drop it from the list)",
-                        d.display()
-                    ),
-                    e,
-                )),
-            })
-            .collect()
+        crate::client_file::resolve(&self.assignment_dirs)
     }
 
     /// The bearer token of `auth_token_file`; `None` without one.

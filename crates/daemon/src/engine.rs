@@ -10,6 +10,7 @@
 
 use crate::assignment::{self, Assignment};
 use crate::circuits::{Lanes, Registry};
+use crate::client_file::{AssignmentDirs, Refusal};
 use crate::job::{JobRecord, JobState, NewJob, Priority};
 use crate::metrics::Metrics;
 use crate::store::{JobStore, StoreKind};
@@ -178,8 +179,8 @@ pub struct Engine {
     registry: Registry,
     owner: String,
     payload_dir: PathBuf,
-    /// `assignment_dirs`, resolved at start (empty: any path).
-    assignment_dirs: Arc<[PathBuf]>,
+    /// `assignment_dirs`, resolved and opened at start (empty: any path).
+    assignment_dirs: Arc<AssignmentDirs>,
     doorbell: Doorbell,
     changed: tokio::sync::Notify,
     shutdown: AtomicBool,
@@ -228,7 +229,7 @@ impl Engine {
         // directory or with the directory spelled another way.
         let payload_dir = std::fs::canonicalize(&payload_dir)
             .map_err(|e| Error::io(format!("resolving {}", payload_dir.display()), e))?;
-        let assignment_dirs = config.resolved_assignment_dirs()?;
+        let assignment_dirs = AssignmentDirs::new(&config.assignment_dirs)?;
         // One daemon a data directory: a second one would requeue the
         // first's running jobs.
         let lock_path = config.data_dir.join(".lock");
@@ -341,7 +342,7 @@ impl Engine {
         let engine = Arc::new(Engine {
             owner: config.worker_name(),
             payload_dir,
-            assignment_dirs: assignment_dirs.into(),
+            assignment_dirs: Arc::new(assignment_dirs),
             store,
             registry,
             doorbell: Doorbell::default(),
@@ -402,7 +403,7 @@ impl Engine {
             devices = ?devices,
             workers = engine.config.gpu_workers_per_device,
             circuits = ?engine.registry.circuits(),
-            assignment_dirs = ?engine.assignment_dirs,
+            assignment_dirs = ?engine.assignment_dirs.shown(),
             "engine started"
         );
         Ok(engine)
@@ -1027,18 +1028,26 @@ impl Engine {
                 ))
             })?
         } else {
-            open_client_file(path, &self.assignment_dirs)?
+            // Opened as the submission opened it: a file swapped since
+            // cannot lead outside the assignment directories.
+            self.assignment_dirs
+                .open(path)
+                .map_err(|r| match r {
+                    Refusal::Path(e) => Fault::Job(e),
+                    Refusal::Unreadable(e) => Fault::Daemon(e),
+                })?
+                .0
         };
+        let shape = (circuit.num_inputs, circuit.num_variables);
         let (z, num_inputs) =
-            assignment::read_full_opened_with(file, path, |n| self.pinned.take(n)).map_err(
-                |e| match e {
+            assignment::read_full_opened_with(file, path, Some(shape), |n| self.pinned.take(n))
+                .map_err(|e| match e {
                     // A payload this host cannot open is this host's problem
                     // (another daemon of the cluster may see it); one that does
                     // not decode is the job's.
                     Error::Io { .. } => Fault::Daemon(e),
                     other => Fault::Job(other),
-                },
-            )?;
+                })?;
         if num_inputs != circuit.num_inputs || z.len() != circuit.num_variables {
             return Err(Fault::Job(Error::InvalidArgument(format!(
                 "assignment of {} public inputs and {} witness values; circuit `{}` takes {} and {}",
@@ -1168,7 +1177,7 @@ impl Engine {
 /// largest inline assignment.
 struct Placement {
     dir: PathBuf,
-    assignment_dirs: Arc<[PathBuf]>,
+    assignment_dirs: Arc<AssignmentDirs>,
     id: String,
     max_inline: u64,
 }
@@ -1204,12 +1213,10 @@ fn place_payload(
             (p, true, b.len() as u64)
         }
         Payload::Path(p) => {
-            let p = allowed_path(&p, &place.assignment_dirs)?;
-            // The file as opened, as a worker opens it: a swap since the
-            // check above cannot lead outside or block on a FIFO.
-            let mut f = open_client_file(&p, &place.assignment_dirs).map_err(|f| match f {
-                Fault::Job(e) | Fault::Daemon(e) => Error::InvalidArgument(e.to_string()),
-            })?;
+            let (mut f, p) = place
+                .assignment_dirs
+                .open(&p)
+                .map_err(|r| Error::InvalidArgument(r.into_error().to_string()))?;
             let head = read_head(&mut f, &p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
             check_sizes(&head, header, circuit_id)?;
             let len = f
@@ -1233,113 +1240,6 @@ fn place_payload(
             (to, true, len)
         }
     })
-}
-
-/// A client's assignment path as the job keeps it: `p` itself when any
-/// path is allowed (`dirs` empty), else `p` with its symbolic links
-/// resolved, which must name a file under one of `dirs` (resolved too).
-///
-/// # Errors
-/// [`Error::InvalidArgument`] when `p` is not absolute or names no file
-/// (or, with `dirs`, none under them: one message whether or not the file
-/// exists, so that a client learns nothing of files outside them).
-fn allowed_path(p: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
-    let refuse = |what: String| Err(path_refused(p, what));
-    if !p.is_absolute() {
-        return refuse(
-            "not an absolute path: give the file's absolute path on the daemon's \
-                       host"
-                .into(),
-        );
-    }
-    if dirs.is_empty() {
-        if !p.is_file() {
-            return refuse(
-                "not a readable file on the daemon's host: give an absolute path \
-                           the daemon can read"
-                    .into(),
-            );
-        }
-        return Ok(p.to_path_buf());
-    }
-    match std::fs::canonicalize(p) {
-        Ok(c) if c.is_file() && under(&c, dirs) => Ok(c),
-        _ => Err(outside_dirs(p, dirs)),
-    }
-}
-
-/// The refusal of a client's assignment path `p`: `what` was wrong.
-fn path_refused(p: &Path, what: String) -> Error {
-    Error::InvalidArgument(format!(
-        "assignment path {}: {what}, or send the assignment inline or streamed",
-        p.display()
-    ))
-}
-
-/// The refusal of `p` as no file under the assignment directories `dirs`:
-/// one message whether a file outside them exists or not.
-fn outside_dirs(p: &Path, dirs: &[PathBuf]) -> Error {
-    let dirs = dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    path_refused(
-        p,
-        format!(
-            "no readable file under the daemon's assignment directories ({dirs}): put it in one"
-        ),
-    )
-}
-
-/// Whether the resolved path `real` lies under one of `dirs` (resolved).
-fn under(real: &Path, dirs: &[PathBuf]) -> bool {
-    dirs.iter().any(|d| real.starts_with(d))
-}
-
-/// Opens a client's assignment file `p` for a worker: without blocking
-/// (a FIFO put in its place does not hang the worker), a regular file
-/// only, and with assignment directories `dirs`, under one of them as
-/// the file was opened (the kernel's name for the open file, so that a
-/// link swapped in after the submission cannot lead outside).
-///
-/// # Errors
-/// [`Fault::Job`] with [`outside_dirs`]'s refusal when the opened file, or
-/// the path that cannot be opened, is not under `dirs`, or with a
-/// refusal of a file that is not regular; [`Fault::Daemon`] when a path
-/// allowed cannot be opened (another host of the cluster may read it).
-fn open_client_file(p: &Path, dirs: &[PathBuf]) -> std::result::Result<std::fs::File, Fault> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(p);
-    let f = match opened {
-        Ok(f) => f,
-        Err(e) => {
-            let allowed =
-                dirs.is_empty() || std::fs::canonicalize(p).is_ok_and(|c| under(&c, dirs));
-            return Err(if allowed {
-                Fault::Daemon(Error::io(format!("opening assignment {}", p.display()), e))
-            } else {
-                Fault::Job(outside_dirs(p, dirs))
-            });
-        }
-    };
-    if !dirs.is_empty() {
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
-        if !real.is_ok_and(|r| under(&r, dirs)) {
-            return Err(Fault::Job(outside_dirs(p, dirs)));
-        }
-    }
-    if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(Fault::Job(path_refused(
-            p,
-            "not a regular file: give an assignment file".into(),
-        )));
-    }
-    Ok(f)
 }
 
 /// A job a worker claimed: its lease (renewed while this lives) and, when
@@ -1602,9 +1502,9 @@ fn sqlite_file(url: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{allowed_path, open_client_file, sqlite_file, Fault, Payload};
+    use super::{sqlite_file, Payload};
     use rand::{RngCore, SeedableRng};
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     /// One assignment has one digest however it arrived: inline, or
     /// streamed with its hash taken on the way in or read back from the
@@ -1626,108 +1526,6 @@ mod tests {
         assert_ne!(Payload::Path(p.clone()).digest().unwrap(), inline);
         let gone = Payload::Owned(dir.path().join("gone.asg"), None).digest();
         assert!(gone.unwrap_err().to_string().contains("gone.asg"));
-    }
-
-    /// Path submissions: any readable absolute path without assignment
-    /// directories; with them, only files under them once links are
-    /// resolved, refused alike whether or not a file outside exists.
-    #[test]
-    fn assignment_paths_stay_under_their_directories() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let (inside, outside) = (root.join("in"), root.join("out"));
-        std::fs::create_dir_all(inside.join("sub")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        let (a, secret) = (inside.join("sub/a.asg"), outside.join("secret"));
-        std::fs::write(&a, b"a").unwrap();
-        std::fs::write(&secret, b"s").unwrap();
-        let link = inside.join("link.asg");
-        std::os::unix::fs::symlink(&secret, &link).unwrap();
-        let err = |p: &Path, dirs: &[PathBuf]| allowed_path(p, dirs).unwrap_err().to_string();
-
-        // No directories: any readable absolute path, kept as given.
-        assert_eq!(allowed_path(&link, &[]).unwrap(), link);
-        assert!(err(Path::new("rel/a.asg"), &[]).contains("not an absolute path"));
-        assert!(err(&outside.join("gone"), &[]).contains("not a readable file"));
-        assert!(err(&outside, &[]).contains("not a readable file"));
-
-        let dirs = [inside.clone()];
-        assert_eq!(allowed_path(&a, &dirs).unwrap(), a);
-        let dotted = inside.join("sub/../sub/./a.asg");
-        assert_eq!(allowed_path(&dotted, &dirs).unwrap(), a);
-        assert!(err(Path::new("in/sub/a.asg"), &dirs).contains("not an absolute path"));
-        // Out through `..`, through a link, or a directory: refused, and
-        // a file outside reads as one that does not exist.
-        let escapes = [
-            inside.join("../out/secret"),
-            link.clone(),
-            secret.clone(),
-            inside.join("sub"),
-        ];
-        let gone = err(&outside.join("gone"), &dirs).replace("/gone", "/X");
-        for p in escapes {
-            let m = err(&p, &dirs);
-            assert!(
-                m.contains("under the daemon's assignment directories"),
-                "{m}"
-            );
-            assert!(m.contains(&inside.display().to_string()), "{m}");
-            if p == secret {
-                assert_eq!(m.replace("/secret", "/X"), gone);
-            }
-        }
-    }
-
-    /// A worker opens a client's file only under the assignment
-    /// directories as it is when opened: a link swapped in after the
-    /// submission fails the job, with the refusal a missing file gets; a
-    /// FIFO does not block the worker.
-    #[test]
-    fn a_worker_opens_client_files_only_under_their_directories() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        let (inside, outside) = (root.join("in"), root.join("out"));
-        std::fs::create_dir_all(&inside).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        let a = inside.join("a.asg");
-        std::fs::write(&a, b"a").unwrap();
-        std::fs::write(outside.join("secret"), b"s").unwrap();
-        let fifo = inside.join("fifo");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
-        let dirs = [inside.clone()];
-        let job_error = |p: &Path, dirs: &[PathBuf]| match open_client_file(p, dirs) {
-            Err(Fault::Job(e)) => e.to_string(),
-            Err(Fault::Daemon(e)) => panic!("{}: a daemon fault: {e}", p.display()),
-            Ok(_) => panic!("{} opened", p.display()),
-        };
-        assert!(open_client_file(&a, &dirs).is_ok());
-        assert!(open_client_file(&a, &[]).is_ok());
-        // The job's path swapped for links out, to a file and to none.
-        let swapped = inside.join("swapped.asg");
-        std::os::unix::fs::symlink(outside.join("secret"), &swapped).unwrap();
-        let to_file = job_error(&swapped, &dirs);
-        std::fs::remove_file(&swapped).unwrap();
-        std::os::unix::fs::symlink(outside.join("gone"), &swapped).unwrap();
-        assert_eq!(job_error(&swapped, &dirs), to_file);
-        assert!(
-            to_file.contains("under the daemon's assignment directories"),
-            "{to_file}"
-        );
-        // A directory on the path swapped for a link out.
-        let sub = inside.join("sub");
-        std::os::unix::fs::symlink(&outside, &sub).unwrap();
-        assert!(job_error(&sub.join("secret"), &dirs).contains("assignment directories"));
-        for d in [&dirs[..], &[]] {
-            assert!(job_error(&fifo, d).contains("not a regular file"));
-        }
-        // A file under the directories that cannot be opened: this host's
-        // fault (the job goes back to the queue).
-        std::fs::remove_file(&a).unwrap();
-        assert!(matches!(open_client_file(&a, &[]), Err(Fault::Daemon(_))));
     }
 
     #[test]

@@ -30,6 +30,7 @@
 pub mod assignment;
 pub mod auth;
 pub mod circuits;
+mod client_file;
 pub mod config;
 pub mod engine;
 mod error;
