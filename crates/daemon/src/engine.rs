@@ -972,8 +972,10 @@ impl Engine {
                 tracing::warn!("the job's lease passed to another claim; result dropped")
             }
             (_, Err(e)) => tracing::warn!("storing the result: {e}; the job will be taken again"),
+            // Errors quoted (`?`): a client's path in them cannot start a
+            // line of its own in the log.
             (Err(Fault::Daemon(e)), Ok(true)) => {
-                tracing::warn!("given back to the queue: {e}");
+                tracing::warn!(job = %job.id, error = ?e.to_string(), "given back to the queue");
             }
             (Ok((_, t, _)), Ok(true)) => {
                 let state = if self
@@ -994,7 +996,7 @@ impl Engine {
                 }
             }
             (Err(Fault::Job(e)), Ok(true)) => {
-                tracing::warn!("job failed: {e}");
+                tracing::warn!(job = %job.id, error = ?e.to_string(), "job failed");
                 self.metrics.finished(JobState::Failed);
                 if job.payload_owned {
                     let _ = std::fs::remove_file(&job.payload_path);
