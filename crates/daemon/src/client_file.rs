@@ -25,15 +25,6 @@ pub(crate) enum Refusal {
     Unreadable(Error),
 }
 
-impl Refusal {
-    /// The error either way.
-    pub(crate) fn into_error(self) -> Error {
-        match self {
-            Refusal::Path(e) | Refusal::Unreadable(e) => e,
-        }
-    }
-}
-
 /// One assignment directory: as configured, resolved, and held open (a
 /// directory renamed or replaced by a link after start is not followed).
 #[derive(Debug)]

@@ -209,10 +209,10 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad setting, an empty token file or
     /// a TLS file without its certificate or key; [`Error::Io`] when the
-    /// token file or a TLS file cannot be read, the data
-    /// directories cannot be made or an assignment directory resolved; [`Error::Store`] when the store
-    /// cannot be opened; [`Error::Prover`] when a device's memory cannot be
-    /// set up.
+    /// token file or a TLS file cannot be read, the data directories
+    /// cannot be made, or an assignment directory cannot be opened;
+    /// [`Error::Store`] when the store cannot be opened; [`Error::Prover`]
+    /// when a device's memory cannot be set up.
     pub async fn start(config: Config) -> Result<Arc<Engine>> {
         config.validate()?;
         // Before anything else starts: a bad token or TLS file fails the
@@ -1215,10 +1215,13 @@ fn place_payload(
             (p, true, b.len() as u64)
         }
         Payload::Path(p) => {
-            let (mut f, p) = place
-                .assignment_dirs
-                .open(&p)
-                .map_err(|r| Error::InvalidArgument(r.into_error().to_string()))?;
+            let (mut f, p) = place.assignment_dirs.open(&p).map_err(|r| match r {
+                Refusal::Path(e) => e,
+                Refusal::Unreadable(e) => Error::InvalidArgument(format!(
+                    "{e}: give an absolute path the daemon's host can read, or send the \
+                         assignment inline or streamed"
+                )),
+            })?;
             let head = read_head(&mut f, &p).map_err(|e| Error::InvalidArgument(e.to_string()))?;
             check_sizes(&head, header, circuit_id)?;
             let len = f
