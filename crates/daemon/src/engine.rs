@@ -46,7 +46,7 @@ impl Payload {
     /// What identifies the payload for idempotency keys, as hex: BLAKE3
     /// of the assignment's bytes, inline or streamed (one assignment sent
     /// either way has one digest), or of the path for a path (the file is
-    /// not read at submission).
+    /// not hashed: at gigabytes, that would cost seconds a submission).
     ///
     /// # Errors
     /// [`Error::Io`] when an owned file without its hash cannot be read.
