@@ -1,9 +1,10 @@
 //! `cuzk-daemon`: the proving service. With no arguments it serves on
 //! 127.0.0.1:9820 with a SQLite job store and circuits under ./cuzk-data;
 //! `--config FILE` reads a TOML file (see `cuzk_daemon::Config`), and
-//! flags override it; `--print-config` prints the result as TOML and exits. SIGTERM or Ctrl-C stop it after the running proofs
-//! (exit status 1 if the shutdown grace passed first); a second one stops
-//! it at once (status 130).
+//! flags override it; `--print-config` prints the result as TOML and
+//! exits. SIGTERM or Ctrl-C stop it after the running proofs (exit status
+//! 1 if the shutdown grace passed first); a second one stops it at once
+//! (status 130).
 //! On a TCP address other hosts can reach it needs `--auth-token-file`
 //! (every gRPC call then carries the token) or `--allow-unauthenticated`;
 //! `--tls-cert-file` and `--tls-key-file` serve it over TLS, so that the
