@@ -93,9 +93,12 @@ pub struct Timings {
     pub load_ms: f64,
     /// From submission to a worker taking the job.
     pub queue_wait_ms: f64,
-    /// The prover's stages (`cuzk_prover::ProofTimings`).
+    /// The prover's stages, as in `cuzk_prover::ProofTimings`: on the
+    /// CPU path, evaluating `A z`, `B z`, `C z`; on a GPU (which evaluates
+    /// them itself), only the checks of the job's shape.
     pub eval_ms: f64,
-    /// The H polynomial's NTTs.
+    /// The quotient H: seven NTTs and the coset division; on a GPU also
+    /// the assignment's upload and the evaluation of `A z`, `B z`, `C z`.
     pub h_ntt_ms: f64,
     /// MSM of the A query.
     pub msm_a_ms: f64,
@@ -275,7 +278,7 @@ impl Engine {
         }
         let store = JobStore::open(&config.database_url()).await?;
         if store.kind() == StoreKind::Sqlite {
-            let n = store.requeue_running().await?;
+            let n = store.requeue_running(now_us()).await?;
             if n > 0 {
                 tracing::info!(jobs = n, "requeued jobs left running by a previous run");
             }
@@ -894,12 +897,38 @@ impl Engine {
             job, lease, renew, ..
         } = c;
         drop(renew);
-        if let Err(e) = self.rt.block_on(self.store.unclaim(&job.id, &lease)) {
-            tracing::warn!(
+        match self
+            .rt
+            .block_on(self.store.unclaim(&job.id, &lease, now_us()))
+        {
+            Ok(true) => {
+                self.ended_cancelled(&job);
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(
                 "giving back job {} claimed ahead: {e}; it returns when its lease runs out",
                 job.id
-            );
+            ),
         }
+    }
+
+    /// Whether `job`, just stored as ended or given back, is now cancelled
+    /// (its cancellation asked while it was held); if so, counts it and
+    /// removes its payload, which nothing reads any more.
+    fn ended_cancelled(&self, job: &JobRecord) -> bool {
+        let cancelled = self
+            .rt
+            .block_on(self.store.get(&job.id))
+            .ok()
+            .flatten()
+            .is_some_and(|j| j.state == JobState::Cancelled);
+        if cancelled {
+            self.metrics.finished(JobState::Cancelled);
+            if job.payload_owned {
+                let _ = std::fs::remove_file(&job.payload_path);
+            }
+        }
+        cancelled
     }
 
     /// Proves one claimed job and stores the outcome: the proof; a failure
@@ -954,7 +983,9 @@ impl Engine {
                             .await
                     }
                     Err(Fault::Daemon(e)) => {
-                        self.store.release(&job.id, &lease, &e.to_string()).await
+                        self.store
+                            .release(&job.id, &lease, &e.to_string(), now_us())
+                            .await
                     }
                 }
             });
@@ -975,25 +1006,20 @@ impl Engine {
             // Errors quoted (`?`): a client's path in them cannot start a
             // line of its own in the log.
             (Err(Fault::Daemon(e)), Ok(true)) => {
-                tracing::warn!(job = %job.id, error = ?e.to_string(), "given back to the queue");
+                if self.ended_cancelled(&job) {
+                    tracing::info!(job = %job.id, error = ?e.to_string(), "cancelled");
+                } else {
+                    tracing::warn!(job = %job.id, error = ?e.to_string(), "given back to the queue");
+                }
             }
             (Ok((_, t, _)), Ok(true)) => {
-                let state = if self
-                    .rt
-                    .block_on(self.store.get(&job.id))
-                    .ok()
-                    .flatten()
-                    .is_some_and(|j| j.state == JobState::Cancelled)
-                {
-                    JobState::Cancelled
-                } else {
-                    JobState::Done
-                };
-                self.metrics.finished(state);
-                self.metrics.stages(t);
-                if job.payload_owned {
-                    let _ = std::fs::remove_file(&job.payload_path);
+                if !self.ended_cancelled(&job) {
+                    self.metrics.finished(JobState::Done);
+                    if job.payload_owned {
+                        let _ = std::fs::remove_file(&job.payload_path);
+                    }
                 }
+                self.metrics.stages(t);
             }
             (Err(Fault::Job(e)), Ok(true)) => {
                 tracing::warn!(job = %job.id, error = ?e.to_string(), "job failed");

@@ -315,19 +315,23 @@ impl JobStore {
     /// Gives job `id` back to the queue (its lease token `lease` still
     /// holding it), noting `error`: for failures of the daemon rather than
     /// the job (a GPU fault, a key this host lacks); false when the job is
-    /// no longer held by `lease`.
+    /// no longer held by `lease`. A job whose cancellation was asked ends
+    /// cancelled instead, finished at `now_us` (microseconds since the Unix
+    /// epoch).
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn release(&self, id: &str, lease: &str, error: &str) -> Result<bool> {
+    pub async fn release(&self, id: &str, lease: &str, error: &str, now_us: i64) -> Result<bool> {
         let r = sqlx::query(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
-             ELSE 'queued' END, error = $1, lease_owner = NULL, lease_until_us = NULL \
+             ELSE 'queued' END, error = $1, lease_owner = NULL, lease_until_us = NULL, \
+             finished_us = CASE WHEN cancel_requested = 1 THEN $4 ELSE finished_us END \
              WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
         )
         .bind(error)
         .bind(id)
         .bind(lease)
+        .bind(now_us)
         .execute(&self.pool)
         .await?;
         Ok(r.rows_affected() == 1)
@@ -336,19 +340,23 @@ impl JobStore {
     /// Gives job `id`, claimed by lease token `lease` and never started
     /// (a job a worker claimed ahead when the daemon stopped), back to the
     /// queue as it was: its attempt not counted, no start time. False when
-    /// the job is no longer held by `lease`.
+    /// the job is no longer held by `lease`. A job whose cancellation was
+    /// asked ends cancelled instead, finished at `now_us` (microseconds
+    /// since the Unix epoch).
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn unclaim(&self, id: &str, lease: &str) -> Result<bool> {
+    pub async fn unclaim(&self, id: &str, lease: &str, now_us: i64) -> Result<bool> {
         let r = sqlx::query(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
              ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, started_us = NULL, \
-             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END \
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, \
+             finished_us = CASE WHEN cancel_requested = 1 THEN $3 ELSE finished_us END \
              WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
         )
         .bind(id)
         .bind(lease)
+        .bind(now_us)
         .execute(&self.pool)
         .await?;
         Ok(r.rows_affected() == 1)
@@ -498,17 +506,20 @@ impl JobStore {
     }
 
     /// Puts every running job back in the queue: for a single daemon on
-    /// SQLite at start, whose previous run died holding them. Returns how
-    /// many.
+    /// SQLite at start, whose previous run died holding them. Those whose
+    /// cancellation was asked end cancelled instead, finished at `now_us`
+    /// (microseconds since the Unix epoch). Returns how many jobs changed.
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn requeue_running(&self) -> Result<u64> {
+    pub async fn requeue_running(&self, now_us: i64) -> Result<u64> {
         let r = sqlx::query(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
-             ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL \
+             ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, \
+             finished_us = CASE WHEN cancel_requested = 1 THEN $1 ELSE finished_us END \
              WHERE state = 'running'",
         )
+        .bind(now_us)
         .execute(&self.pool)
         .await?;
         Ok(r.rows_affected())
@@ -790,8 +801,8 @@ mod tests {
         let j = s.claim("w", 10, 100, 1).await.unwrap().unwrap();
         assert_eq!((j.id.as_str(), j.attempts), ("a", 1));
         let lease = j.lease.unwrap();
-        assert!(s.unclaim("a", &lease).await.unwrap());
-        assert!(!s.unclaim("a", &lease).await.unwrap(), "no longer held");
+        assert!(s.unclaim("a", &lease, 15).await.unwrap());
+        assert!(!s.unclaim("a", &lease, 15).await.unwrap(), "no longer held");
         let a = s.get("a").await.unwrap().unwrap();
         assert_eq!(
             (a.state, a.attempts, a.started_us),
@@ -807,11 +818,16 @@ mod tests {
             !s.cancel("b", 31).await.unwrap().1,
             "running: on completion"
         );
-        assert!(s.unclaim("b", b.lease.as_deref().unwrap()).await.unwrap());
-        assert_eq!(
-            s.get("b").await.unwrap().unwrap().state,
-            JobState::Cancelled
-        );
+        assert!(s
+            .unclaim("b", b.lease.as_deref().unwrap(), 32)
+            .await
+            .unwrap());
+        let b = s.get("b").await.unwrap().unwrap();
+        assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(32)));
+        // Finished, so pruned like any other: "a" (queued) stays.
+        assert_eq!(s.prune(33).await.unwrap(), 1);
+        assert!(s.get("b").await.unwrap().is_none());
+        assert!(s.get("a").await.unwrap().is_some());
     }
 
     #[tokio::test]
@@ -824,8 +840,8 @@ mod tests {
             let j = s.claim("w", 10, 100, 3).await.unwrap().unwrap();
             assert_eq!(j.attempts, attempt);
             let lease = j.lease.unwrap();
-            assert!(s.release("a", &lease, "GPU fault").await.unwrap());
-            assert!(!s.release("a", &lease, "again").await.unwrap());
+            assert!(s.release("a", &lease, "GPU fault", 11).await.unwrap());
+            assert!(!s.release("a", &lease, "again", 12).await.unwrap());
         }
         // Taken three times: the fourth claim fails it instead.
         assert!(s.claim("w", 20, 100, 3).await.unwrap().is_none());
@@ -836,6 +852,21 @@ mod tests {
             e.contains("gave up after 3 attempts") && e.contains("GPU fault"),
             "{e}"
         );
+        // Given back with a cancellation asked: cancelled, finished then,
+        // and pruned like any finished job.
+        s.insert(&job("b", Priority::Normal, None), 30)
+            .await
+            .unwrap();
+        let j = s.claim("w", 31, 100, 3).await.unwrap().unwrap();
+        assert_eq!(j.id, "b");
+        assert!(!s.cancel("b", 32).await.unwrap().1);
+        assert!(s
+            .release("b", &j.lease.unwrap(), "GPU fault", 33)
+            .await
+            .unwrap());
+        let b = s.get("b").await.unwrap().unwrap();
+        assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(33)));
+        assert_eq!(s.prune(34).await.unwrap(), 2);
     }
 
     #[tokio::test]
@@ -893,11 +924,9 @@ mod tests {
         drop(s);
         let url = format!("sqlite://{}", d.path().join("jobs.db").display());
         let s = JobStore::open(&url).await.unwrap();
-        assert_eq!(s.requeue_running().await.unwrap(), 2);
-        assert_eq!(
-            s.get("b").await.unwrap().unwrap().state,
-            JobState::Cancelled
-        );
+        assert_eq!(s.requeue_running(4).await.unwrap(), 2);
+        let b = s.get("b").await.unwrap().unwrap();
+        assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(4)));
         let j = s.claim("new", 3, 100, 5).await.unwrap().unwrap();
         assert_eq!((j.id.as_str(), j.attempts), ("a", 2));
         assert!(s

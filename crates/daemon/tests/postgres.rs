@@ -158,6 +158,24 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
         b.get("job-001").await.unwrap().unwrap().state,
         JobState::Failed
     );
+    // Given back (a daemon's fault) or unclaimed with a cancellation asked:
+    // cancelled, with the time it finished, so retention prunes it.
+    a.insert(&job(3, Priority::Normal), 160).await.unwrap();
+    a.insert(&job(4, Priority::Normal), 161).await.unwrap();
+    let j3 = a.claim("a", 170, 100, 5).await.unwrap().unwrap();
+    let j4 = a.claim("a", 171, 100, 5).await.unwrap().unwrap();
+    b.cancel("job-003", 172).await.unwrap();
+    b.cancel("job-004", 172).await.unwrap();
+    assert!(a
+        .release("job-003", &j3.lease.unwrap(), "GPU fault", 180)
+        .await
+        .unwrap());
+    assert!(a.unclaim("job-004", &j4.lease.unwrap(), 181).await.unwrap());
+    for (id, at) in [("job-003", 180), ("job-004", 181)] {
+        let j = b.get(id).await.unwrap().unwrap();
+        assert_eq!((j.state, j.finished_us), (JobState::Cancelled, Some(at)));
+    }
+    assert_eq!(b.prune(200).await.unwrap(), 4);
 }
 
 /// Two `cuzk-daemon` processes on one PostgreSQL store and one payload
