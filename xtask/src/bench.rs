@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: the main job. Builds the `cuzk-bench` executable in
-//! release (with CUDA where a GPU is present, installing the toolkit if
-//! none is found) and runs it; it prints the figures and checks and writes
+//! release (with CUDA and its GPU peers, sppark and supraseal-c2, where a
+//! GPU is present, installing the toolkit if none is found) and runs it; it prints the figures and checks and writes
 //! the report under `target/cuzk-report/`, and fails when a check does.
 
 use crate::toolkit;
@@ -62,16 +62,37 @@ pub(crate) fn run_bench(args: Args) -> Result<()> {
     ]);
     if gpu_present() {
         let nvcc = toolkit::ensure_cuda()?.join("bin/nvcc");
-        build
-            .env("LIBRARY_PATH", crate::bundle::library_path(&nvcc))
-            .env("NVCC", nvcc)
-            .args(["--features", "cuzk-field/cuda"]);
+        // The GPU peers as the bundle builds them: sppark inside cuzk-bench,
+        // supraseal-c2 as `cuzk-supraseal` beside it (cuzk-bench runs it
+        // from its own folder). sppark's and supraseal-c2's build scripts
+        // need the toolkit on LIBRARY_PATH and nvcc on PATH.
+        let peer_env = |c: &mut std::process::Command| {
+            c.env("LIBRARY_PATH", crate::bundle::library_path(&nvcc))
+                .env("PATH", crate::bundle::search_path(&nvcc))
+                .env("NVCC", &nvcc);
+        };
+        peer_env(&mut build);
+        build.args(["--features", "cuzk-field/cuda,cuzk-bench/sppark"]);
+        run(&mut build)?;
+        let mut peer = cargo();
+        peer.args([
+            "build",
+            "--release",
+            "-p",
+            "cuzk-supraseal-peer",
+            "--bin",
+            "cuzk-supraseal",
+            "--features",
+            "cuzk-supraseal-peer/gpu",
+        ]);
+        peer_env(&mut peer);
+        run(&mut peer)?;
     } else {
         eprintln!("cargo xtask bench: no GPU found (nvidia-smi lists none); running the CPU paths");
         // No kernels to run: skip compiling them even where nvcc exists.
         build.env("CUZK_NO_CUDA", "1");
+        run(&mut build)?;
     }
-    run(&mut build)?;
     let out = args
         .out
         .clone()

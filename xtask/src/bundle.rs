@@ -148,7 +148,7 @@ exec ./bin/cuzk-bench "${args[@]}"
 "#;
 
 /// `PATH` with nvcc's directory first.
-fn search_path(nvcc: &Path) -> std::ffi::OsString {
+pub(crate) fn search_path(nvcc: &Path) -> std::ffi::OsString {
     let mut dirs: Vec<PathBuf> = nvcc.parent().map(Path::to_path_buf).into_iter().collect();
     if let Some(p) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&p));

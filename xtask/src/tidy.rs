@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 /// The environment variables library code may read, by crate folder: user
-/// settings documented in the crates' READMEs. The build settings read by
+/// settings documented in README.md's settings and the crates' lib docs. The build settings read by
 /// `crates/build` (a build-script helper) are not library code.
 const ENV_ALLOW: &[(&str, &[&str])] = &[
     (
@@ -259,8 +259,20 @@ fn comments(text: &str) -> Vec<String> {
 fn work_log(path: &str, text: &str) -> Vec<Finding> {
     let comments = comments(text);
     let mut out = Vec::new();
+    let entry = |c: &str| WORK_LOG.iter().find(|(re, _)| re.is_match(c)).map(|e| e.1);
     for (i, c) in comments.iter().enumerate() {
-        if let Some((_, what)) = WORK_LOG.iter().find(|(re, _)| re.is_match(c)) {
+        // An entry broken over two comment lines ("session" ending one,
+        // its number starting the next) is reported at its first line.
+        let next = comments
+            .get(i + 1)
+            .map(|n| n.trim_start_matches(['/', '!', '*']).trim())
+            .unwrap_or("");
+        let found = entry(c).or_else(|| {
+            (!next.is_empty() && entry(next).is_none())
+                .then(|| entry(&format!("{} {next}", c.trim_end())))
+                .flatten()
+        });
+        if let Some(what) = found {
             out.push(Finding {
                 line: i + 1,
                 message: format!(
@@ -591,8 +603,11 @@ fn f() {} // a call 4) note
 
 /// At least one call and 200 ms of warm-up.
 /// One call 2 ms later; see Session notes.
+
+/// bases are then most of what crosses PCIe (BENCHMARKS.md, session
+/// 27).
 ";
-        assert_eq!(lines(work_log("x.rs", text)), [1, 3, 4, 5, 6, 8]);
+        assert_eq!(lines(work_log("x.rs", text)), [1, 3, 4, 5, 6, 8, 14]);
         // Ordinary comments: numbers, sizes, calls, steps.
         let fine = "\
 /// calls, up to 50, after a warm-up of at least one call and 200 ms.

@@ -12,8 +12,8 @@ use std::process::Command;
 /// Arguments of `cargo xtask tools`.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// GPU architecture (compute capability, e.g. `90`); default: this
-    /// machine's GPU (the newest of several), else `CUZK_CUDA_ARCHS`'s newest, else 90.
+    /// GPU architecture (compute capability, e.g. `90`); default: the
+    /// newest of `CUZK_CUDA_ARCHS`, else of this machine's GPUs, else 90.
     #[arg(long)]
     arch: Option<String>,
 }

@@ -1,7 +1,8 @@
 //! The MSM layer: G1 and G2 multi-scalar multiplications on the GPU
 //! (resident, copied and precomputed bases), sppark's G1 MSM on the same
 //! card, blst and arkworks on all CPU cores; every cuzk result is checked
-//! against blst (or, beyond blst's sizes, G1 against sppark).
+//! against blst (beyond blst's timed sizes, blst over the scalars folded
+//! onto the distinct bases).
 
 use crate::cli::Run;
 use crate::progress::{say, step};

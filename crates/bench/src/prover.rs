@@ -78,8 +78,8 @@ const ARK_FITTED: &str = "ark-groth16 0.6 (CPU, all cores), fitted a n^b";
 /// their CPU proofs would take many minutes).
 pub(crate) const LOGS: [&[u32]; 3] = [&[14], &[16, 20], &[16, 20, 22, 24, 26]];
 
-/// The CPU path proves up to this size (log2; about 11 s at 2^20 on 16
-/// cores).
+/// The CPU path proves up to this size (log2): beyond it one CPU proof
+/// takes minutes.
 const CPU_MAX: u32 = 20;
 
 /// PoRep-shaped sizes (log2 of the domain): `--quick`, default, `--full`
@@ -93,7 +93,7 @@ const PEER_MAX: u32 = 26;
 
 /// The GPU proof with A z, B z, C z evaluated on the CPU (the comparison
 /// for GPU evaluation) runs up to this size (log2): at 2^27 its three
-/// vectors (13 GB) beside the key (49 GB), the matrices (34 GB) and, on a
+/// vectors (13 GB) beside the key (49 GB), the matrices (about 40 GB) and, on a
 /// card that cannot hold the key, the prover's compacted copies (25 GB)
 /// leave the 128 GiB host too little margin.
 const HOST_EVAL_MAX: u32 = 26;
@@ -104,7 +104,7 @@ pub(crate) const SHA_LOGS: [&[u32]; 3] = [&[], &[16], &[18]];
 
 /// supraseal-c2's timed proofs after its first (which waits for its
 /// parameter load) at 2^k: one at 2^26 and beyond, where its host-side
-/// work makes a proof take many seconds (issue 28's table).
+/// work makes a proof take many seconds.
 fn peer_reps(k: u32) -> usize {
     if k >= 26 {
         1
@@ -125,7 +125,8 @@ const KEEP_FREE_BYTES: u64 = 24 << 30;
 const CARD_16_GIB: u64 = 16 << 30;
 
 /// The sizes (log2 domain, PoRep-shaped) that get batch rows in `--full`,
-/// each on the whole card and under a 16 GiB budget (issue 25 item 6).
+/// each on the whole card and under a 16 GiB budget (the seed workload's
+/// card).
 const BATCHES: [(u32, bool); 5] = [
     (20, false),
     (24, false),
@@ -158,7 +159,7 @@ enum BatchMode {
 }
 
 /// The batch size (log2 domain, PoRep-shaped) that also gets a row under
-/// 16 GiB with the witness pass: the seed workload's (issue 28's 15 s).
+/// 16 GiB with the witness pass: the seed workload's partition.
 const PASS_BATCH: (u32, bool) = (27, true);
 
 /// Batch rows in a `--full` run (progress steps): each size's two (16 GiB

@@ -3,9 +3,10 @@
 //! SQLite under the data directory).
 //!
 //! A daemon reachable from other hosts needs a bearer token
-//! (`auth_token_file`, see [`crate::auth`]), or `allow_unauthenticated`
-//! for a trusted network: [`Config::validate`] refuses a non-loopback TCP
-//! address with neither. With `tls_cert_file` and `tls_key_file` the TCP
+//! (`auth_token_file`, see [`crate::auth`]), client certificates
+//! (`tls_client_ca_file`), or `allow_unauthenticated` for a trusted
+//! network: [`Config::validate`] refuses a non-loopback TCP address with
+//! none of them. With `tls_cert_file` and `tls_key_file` the TCP
 //! listener speaks TLS (see [`crate::tls`]), so that the token does not
 //! travel in clear.
 
@@ -50,9 +51,9 @@ pub struct Config {
     /// whitespace trimmed, printable ASCII. Read once at start; a missing,
     /// unreadable or empty file fails the start. `None`: no token.
     pub auth_token_file: Option<PathBuf>,
-    /// Serve without a token on a TCP address other hosts can reach
-    /// (without it such a daemon refuses to start): only for a trusted
-    /// network. Loopback addresses and Unix sockets never need it.
+    /// Serve without a token or client certificates on a TCP address
+    /// other hosts can reach (without one of the three such a daemon
+    /// refuses to start): only for a trusted network. Loopback addresses and Unix sockets never need it.
     /// Default false.
     pub allow_unauthenticated: bool,
     /// The daemon's TLS certificate chain (PEM, its own certificate first);

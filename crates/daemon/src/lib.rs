@@ -21,8 +21,9 @@
 //!
 //! [`Config`] (a TOML file and the daemon's flags). With `auth_token_file`
 //! every gRPC call needs a bearer token ([`auth`]); a daemon listening on
-//! a non-loopback TCP address refuses to start without one unless
-//! `allow_unauthenticated` is set. With `tls_cert_file` and
+//! a non-loopback TCP address refuses to start without one (or client
+//! certificates, `tls_client_ca_file`) unless `allow_unauthenticated` is
+//! set. With `tls_cert_file` and
 //! `tls_key_file` the TCP listener serves gRPC over TLS ([`tls`]; mutual
 //! TLS with `tls_client_ca_file`). Device memory budgets come from cuzk-alloc's `CUZK_DEVICE_MEMORY_LIMIT` and
 //! `CUZK_DEVICE_MEMORY_MARGIN`.

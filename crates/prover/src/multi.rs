@@ -678,8 +678,8 @@ impl MultiGpuProver {
     /// through an MSM of their own
     /// ([`cuzk_msm::GpuMsm::masked_sums_streamed`]). It pays where the
     /// key's witness queries stream (a 2^27 key on a 16 GiB card), whose
-    /// bases are then most of what crosses PCIe (BENCHMARKS.md, session
-    /// 27).
+    /// bases are then most of what crosses PCIe (figures in
+    /// BENCHMARKS.md).
     ///
     /// Applies only to [`MultiGpuProver::prove_batch`], and to proofs whose
     /// witness queries all stream and whose scalars are at most 1/16

@@ -6,7 +6,8 @@
 //! 1 if the shutdown grace passed first); a second one stops it at once
 //! (status 130).
 //! On a TCP address other hosts can reach it needs `--auth-token-file`
-//! (every gRPC call then carries the token) or `--allow-unauthenticated`;
+//! (every gRPC call then carries the token), client certificates
+//! (`--tls-client-ca-file`) or `--allow-unauthenticated`;
 //! `--tls-cert-file` and `--tls-key-file` serve it over TLS, so that the
 //! token does not travel in clear.
 

@@ -524,7 +524,7 @@ fn status_table(s: &pb::GetStatusResponse) {
         "busy",
         "proofs",
         "busy %",
-        "memory free / total (GiB)",
+        "budget available / card (GiB)",
     ]);
     for d in &s.devices {
         t.add_row([
