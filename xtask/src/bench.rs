@@ -75,16 +75,8 @@ pub(crate) fn run_bench(args: Args) -> Result<()> {
         build.args(["--features", "cuzk-field/cuda,cuzk-bench/sppark"]);
         run(&mut build)?;
         let mut peer = cargo();
-        peer.args([
-            "build",
-            "--release",
-            "-p",
-            "cuzk-supraseal-peer",
-            "--bin",
-            "cuzk-supraseal",
-            "--features",
-            "cuzk-supraseal-peer/gpu",
-        ]);
+        peer.args(["build", "--release"])
+            .args(crate::bundle::SUPRASEAL_PEER);
         peer_env(&mut peer);
         run(&mut peer)?;
     } else {

@@ -147,6 +147,18 @@ fi
 exec ./bin/cuzk-bench "${args[@]}"
 "#;
 
+/// Cargo's package, binary and features of supraseal-c2's executable
+/// (`cuzk-supraseal`), the bench's whole-prover peer, which cuzk-bench
+/// runs from its own folder.
+pub(crate) const SUPRASEAL_PEER: &[&str] = &[
+    "-p",
+    "cuzk-supraseal-peer",
+    "--bin",
+    "cuzk-supraseal",
+    "--features",
+    "cuzk-supraseal-peer/gpu",
+];
+
 /// `PATH` with nvcc's directory first.
 pub(crate) fn search_path(nvcc: &Path) -> std::ffi::OsString {
     let mut dirs: Vec<PathBuf> = nvcc.parent().map(Path::to_path_buf).into_iter().collect();
@@ -217,19 +229,7 @@ pub(crate) fn run_bundle(args: Args) -> Result<()> {
         &args.archs,
     )?;
     // supraseal-c2, the bench's whole-prover peer, in a process of its own.
-    let supraseal = build_executables(
-        &[
-            "build",
-            "-p",
-            "cuzk-supraseal-peer",
-            "--bin",
-            "cuzk-supraseal",
-            "--features",
-            "cuzk-supraseal-peer/gpu",
-        ],
-        &nvcc,
-        &args.archs,
-    )?;
+    let supraseal = build_executables(&[&["build"], SUPRASEAL_PEER].concat(), &nvcc, &args.archs)?;
     // The proving service and its client.
     let daemon = build_executables(
         &["build", "-p", "cuzk-daemon", "--bins"],
