@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: the main job. Builds the `cuzk-bench` executable in
 //! release (with CUDA and its GPU peers, sppark and supraseal-c2, where a
-//! GPU is present, installing the toolkit if none is found) and runs it; it prints the figures and checks and writes
-//! the report under `target/cuzk-report/`, and fails when a check does.
+//! GPU is present, installing the toolkit if none is found) and runs it;
+//! it prints the figures and checks and writes the report under
+//! `target/cuzk-report/`, and fails when a check does.
 
 use crate::toolkit;
 use crate::util::{cargo, gpu_present, root, run};

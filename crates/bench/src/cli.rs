@@ -57,8 +57,8 @@ pub(crate) struct Args {
     #[arg(long, hide = true, conflicts_with_all = ["quick", "full"])]
     pub(crate) smoke: bool,
     /// Test hook: corrupt the first cuzk result of this layer that is
-    /// checked (field, ntt, msm, witness or prover), to show that a wrong result
-    /// fails the run.
+    /// checked (field, ntt, msm, witness or prover), to show that a wrong
+    /// result fails the run.
     #[arg(long, hide = true, value_name = "LAYER")]
     pub(crate) inject_mismatch: Option<String>,
 }

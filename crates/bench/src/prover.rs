@@ -93,9 +93,9 @@ const PEER_MAX: u32 = 26;
 
 /// The GPU proof with A z, B z, C z evaluated on the CPU (the comparison
 /// for GPU evaluation) runs up to this size (log2): at 2^27 its three
-/// vectors (13 GB) beside the key (49 GB), the matrices (about 40 GB) and, on a
-/// card that cannot hold the key, the prover's compacted copies (25 GB)
-/// leave the 128 GiB host too little margin.
+/// vectors (13 GB) beside the key (49 GB), the matrices (about 40 GB)
+/// and, on a card that cannot hold the key, the prover's compacted copies
+/// (25 GB) leave the 128 GiB host too little margin.
 const HOST_EVAL_MAX: u32 = 26;
 
 /// SHA-256 chain sizes (log2 of the domain; ark-groth16's setup took

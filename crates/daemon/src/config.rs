@@ -53,8 +53,8 @@ pub struct Config {
     pub auth_token_file: Option<PathBuf>,
     /// Serve without a token or client certificates on a TCP address
     /// other hosts can reach (without one of the three such a daemon
-    /// refuses to start): only for a trusted network. Loopback addresses and Unix sockets never need it.
-    /// Default false.
+    /// refuses to start): only for a trusted network. Loopback addresses
+    /// and Unix sockets never need it. Default false.
     pub allow_unauthenticated: bool,
     /// The daemon's TLS certificate chain (PEM, its own certificate first);
     /// with `tls_key_file`, the TCP listener serves gRPC over TLS (clients

@@ -23,9 +23,9 @@
 //! every gRPC call needs a bearer token ([`auth`]); a daemon listening on
 //! a non-loopback TCP address refuses to start without one (or client
 //! certificates, `tls_client_ca_file`) unless `allow_unauthenticated` is
-//! set. With `tls_cert_file` and
-//! `tls_key_file` the TCP listener serves gRPC over TLS ([`tls`]; mutual
-//! TLS with `tls_client_ca_file`). Device memory budgets come from cuzk-alloc's `CUZK_DEVICE_MEMORY_LIMIT` and
+//! set. With `tls_cert_file` and `tls_key_file` the TCP listener serves
+//! gRPC over TLS ([`tls`]; mutual TLS with `tls_client_ca_file`). Device
+//! memory budgets come from cuzk-alloc's `CUZK_DEVICE_MEMORY_LIMIT` and
 //! `CUZK_DEVICE_MEMORY_MARGIN`.
 
 pub mod assignment;
