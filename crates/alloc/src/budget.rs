@@ -68,10 +68,12 @@ impl BudgetConfig {
 
 /// Parses a byte count: a number (fractions allowed) with an optional unit
 /// `B`, `K`/`KiB`/`KB`, `M`/`MiB`/`MB`, `G`/`GiB`/`GB`, `T`/`TiB`/`TB`. All
-/// units are binary (powers of 1024), as memory sizes usually are.
+/// units are binary (powers of 1024), as memory sizes usually are; a
+/// fraction of a byte is rounded down.
 ///
 /// # Errors
-/// A message naming the text that did not parse.
+/// A message naming the text: it did not parse, its count does not fit 64
+/// bits (16 EiB), or a non-zero count rounds to 0 bytes.
 pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     let t = text.trim();
     let split = t
@@ -93,7 +95,22 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
             ))
         }
     };
-    Ok((value * (1u64 << shift) as f64) as u64)
+    if !num.contains('.') {
+        // Whole numbers exactly, beyond f64's 53 bits too.
+        return num
+            .parse::<u64>()
+            .ok()
+            .and_then(|v| v.checked_mul(1u64 << shift))
+            .ok_or_else(|| format!("`{text}` is more bytes than 64 bits hold (16 EiB)"));
+    }
+    let bytes = value * (1u64 << shift) as f64;
+    if bytes >= u64::MAX as f64 {
+        return Err(format!("`{text}` is more bytes than 64 bits hold (16 EiB)"));
+    }
+    if value > 0.0 && bytes < 1.0 {
+        return Err(format!("`{text}` is less than one byte"));
+    }
+    Ok(bytes as u64)
 }
 
 /// Formats a byte count for messages (`12.00 GiB`).
@@ -521,6 +538,18 @@ mod tests {
         assert!(parse_bytes("3 parsecs")
             .unwrap_err()
             .contains("unknown unit"));
+        // Whole numbers exactly, past f64's 53 bits; 64 bits at most.
+        assert_eq!(parse_bytes("9007199254740993").unwrap(), (1 << 53) + 1);
+        assert_eq!(parse_bytes("0").unwrap(), 0);
+        assert_eq!(parse_bytes("0.0GiB").unwrap(), 0);
+        for too_big in ["18446744073709551616", "99999999999TiB", "16777216TiB"] {
+            let e = parse_bytes(too_big).unwrap_err();
+            assert!(e.contains("64 bits"), "{too_big}: {e}");
+        }
+        assert!(parse_bytes("0.0000001")
+            .unwrap_err()
+            .contains("less than one byte"));
+        assert_eq!(parse_bytes("1.5B").unwrap(), 1);
     }
 
     #[test]
