@@ -250,7 +250,7 @@ fn kzg_setup() -> Vec<g1::G1Affine> {
         .map(|c| g1::G1Affine::deserialize_compressed(c).expect("ceremony point"))
         .collect();
     assert_eq!(pts.len(), 4096);
-    cuzk_ntt::bit_reverse_permute(&mut pts, 12);
+    cuzk_ntt::bit_reverse_permute(&mut pts, 12).unwrap();
     pts
 }
 

@@ -22,7 +22,7 @@ pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
             .ok_or_else(|| Error::InvalidArgument("coset shift must be nonzero".into()))?;
     }
     if opts.order.input_reversed() {
-        bit_reverse_permute(data, log_n);
+        bit_reverse_permute(data, log_n)?;
     }
     for v in data.chunks_exact_mut(n) {
         // ark-poly transforms a Vec in place.
@@ -34,7 +34,7 @@ pub fn ntt(data: &mut [Fr], log_n: u32, opts: NttOptions) -> Result<()> {
         v.copy_from_slice(&w);
     }
     if opts.order.output_reversed() {
-        bit_reverse_permute(data, log_n);
+        bit_reverse_permute(data, log_n)?;
     }
     Ok(())
 }

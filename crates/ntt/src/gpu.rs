@@ -198,9 +198,11 @@ impl GpuNtt {
         };
         let inverse = opts.direction == Direction::Inverse;
         let root = if inverse {
-            root_of_unity(log_n).inverse().expect("roots are nonzero")
+            root_of_unity(log_n)?
+                .inverse()
+                .expect("roots of unity are nonzero")
         } else {
-            root_of_unity(log_n)
+            root_of_unity(log_n)?
         };
         let rt = self.table(TableKey::Root { log_n, inverse }, root, log_n)?;
         let shift = match opts.coset {

@@ -162,16 +162,34 @@ pub(crate) fn log2_exact(len: usize) -> Result<u32> {
     Ok(len.trailing_zeros())
 }
 
-/// The generator of the multiplicative subgroup of order 2^log_n.
-pub fn root_of_unity(log_n: u32) -> Fr {
-    Fr::get_root_of_unity(1u64 << log_n).expect("log_n <= two-adicity")
+/// The generator of the multiplicative subgroup of order 2^log_n, the one
+/// ark-poly's radix-2 domain of that size uses.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `log_n` is above [`MAX_LOG_N`].
+pub fn root_of_unity(log_n: u32) -> Result<Fr> {
+    if log_n > MAX_LOG_N {
+        return Err(Error::InvalidArgument(format!(
+            "Fr has no root of unity of order 2^{log_n}: its two-adicity allows at most \
+             2^{MAX_LOG_N}"
+        )));
+    }
+    Fr::get_root_of_unity(1u64 << log_n).ok_or_else(|| {
+        Error::InvalidArgument(format!("Fr has no root of unity of order 2^{log_n}"))
+    })
 }
 
-/// Permutes each vector of 2^log_n elements into bit-reversed order (an
-/// involution). The CPU helper for orders; O(n).
-pub fn bit_reverse_permute<T>(data: &mut [T], log_n: u32) {
+/// Permutes each vector of 2^log_n elements of `data` (a batch: its length
+/// a multiple of 2^log_n) into bit-reversed order (an involution). The CPU
+/// helper for orders; O(n).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] as the NTT's shape check: `log_n` above
+/// [`MAX_LOG_N`], or a length that is not a non-zero multiple of 2^log_n.
+pub fn bit_reverse_permute<T>(data: &mut [T], log_n: u32) -> Result<()> {
+    check_shape(data.len(), log_n)?;
     if log_n == 0 {
-        return;
+        return Ok(());
     }
     let n = 1usize << log_n;
     for v in data.chunks_exact_mut(n) {
@@ -182,6 +200,7 @@ pub fn bit_reverse_permute<T>(data: &mut [T], log_n: u32) {
             }
         }
     }
+    Ok(())
 }
 
 /// `n^-1` in Fr.
@@ -223,5 +242,30 @@ mod tests {
         assert_eq!(log2_exact(1 << 12).unwrap(), 12);
         let e = log2_exact(12).unwrap_err();
         assert!(e.to_string().contains("not a power of two"), "{e}");
+    }
+
+    #[test]
+    fn helpers_refuse_bad_shapes() {
+        // ark-poly's domain of 2^10 uses the same root.
+        let d =
+            <ark_poly::Radix2EvaluationDomain<Fr> as ark_poly::EvaluationDomain<Fr>>::new(1 << 10)
+                .unwrap();
+        assert_eq!(root_of_unity(10).unwrap(), d.group_gen);
+        assert_eq!(root_of_unity(0).unwrap(), Fr::from(1u64));
+        assert!(root_of_unity(MAX_LOG_N).is_ok());
+        for log_n in [MAX_LOG_N + 1, 64, u32::MAX] {
+            let e = root_of_unity(log_n).unwrap_err();
+            assert!(e.to_string().contains("two-adicity"), "{e}");
+        }
+        let mut v: Vec<u32> = (0..8).collect();
+        bit_reverse_permute(&mut v, 3).unwrap();
+        assert_eq!(v, [0, 4, 2, 6, 1, 5, 3, 7]);
+        // Not a whole number of vectors: refused, the data untouched.
+        let mut v: Vec<u32> = (0..12).collect();
+        let e = bit_reverse_permute(&mut v, 3).unwrap_err();
+        assert!(e.to_string().contains("not a whole number"), "{e}");
+        assert_eq!(v, (0..12).collect::<Vec<_>>());
+        assert!(bit_reverse_permute(&mut v, 64).is_err());
+        assert!(bit_reverse_permute::<u32>(&mut [], 0).is_err());
     }
 }
