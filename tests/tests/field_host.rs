@@ -72,6 +72,7 @@ fn wrong_element_types_are_errors() {
     assert!(matches!(e, cuzk_field::Error::InvalidArgument(_)), "{e}");
     let e = ops::layout(Kind::G1, Op::Mul).unwrap_err();
     assert!(matches!(e, cuzk_field::Error::InvalidArgument(_)), "{e}");
+    assert!(e.to_string().contains("Mul on G1 is not supported"), "{e}");
 }
 
 #[test]

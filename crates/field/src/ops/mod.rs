@@ -134,6 +134,13 @@ pub fn layout(kind: Kind, op: Op) -> Result<Layout> {
     // SAFETY: out-pointers valid for the call.
     Error::check(unsafe {
         sys::cuzk_field_op_layout(kind.raw(), op.raw(), &mut a, &mut b, &mut o)
+    })
+    .map_err(|e| match e {
+        Error::InvalidArgument(_) => Error::InvalidArgument(format!(
+            "{op:?} on {kind:?} is not supported: the table in `cuzk_field::ops::Op` lists \
+             the operations each kind takes"
+        )),
+        e => e,
     })?;
     Ok(Layout {
         a_bytes: a as usize,
