@@ -93,3 +93,20 @@ impl Stream {
         check(unsafe { sys::cuzk_stream_synchronize(self.inner.device, self.inner.raw.0) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CPU-only build's refusal is whole: the advice and the entry point's
+    /// name fit the status message (a GPU build makes a stream instead).
+    #[test]
+    fn a_refusal_names_its_entry_point() {
+        if let Err(e @ cuzk_field::Error::NoCudaBuild(_)) = Stream::new(0) {
+            assert!(
+                e.to_string().ends_with("[cuzk_stream_create_priority]"),
+                "{e}"
+            );
+        }
+    }
+}

@@ -11,17 +11,17 @@ pub const CUZK_ERR_NO_DEVICE: u32 = 3;
 pub const CUZK_ERR_CUDA: u32 = 4;
 pub const CUZK_ERR_OUT_OF_MEMORY: u32 = 5;
 pub const CUZK_ERR_INTERNAL: u32 = 6;
-pub const CUZK_STATUS_MESSAGE_BYTES: u32 = 256;
+pub const CUZK_STATUS_MESSAGE_BYTES: u32 = 1024;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cuzk_status {
     pub code: i32,
     pub cuda_error: i32,
-    pub message: [::core::ffi::c_char; 256usize],
+    pub message: [::core::ffi::c_char; 1024usize],
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cuzk_status"][::core::mem::size_of::<cuzk_status>() - 264usize];
+    ["Size of cuzk_status"][::core::mem::size_of::<cuzk_status>() - 1032usize];
     ["Alignment of cuzk_status"][::core::mem::align_of::<cuzk_status>() - 4usize];
     ["Offset of field: cuzk_status::code"][::core::mem::offset_of!(cuzk_status, code) - 0usize];
     ["Offset of field: cuzk_status::cuda_error"]

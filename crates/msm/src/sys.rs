@@ -11,7 +11,7 @@ pub const CUZK_ERR_NO_DEVICE: u32 = 3;
 pub const CUZK_ERR_CUDA: u32 = 4;
 pub const CUZK_ERR_OUT_OF_MEMORY: u32 = 5;
 pub const CUZK_ERR_INTERNAL: u32 = 6;
-pub const CUZK_STATUS_MESSAGE_BYTES: u32 = 256;
+pub const CUZK_STATUS_MESSAGE_BYTES: u32 = 1024;
 pub const CUZK_MSM_G1: u32 = 1;
 pub const CUZK_MSM_G2: u32 = 2;
 pub const CUZK_MSM_MIN_WINDOW: u32 = 2;
@@ -23,11 +23,11 @@ pub const CUZK_MSM_MAX_POINTS: u32 = 2147483647;
 pub struct cuzk_status {
     pub code: i32,
     pub cuda_error: i32,
-    pub message: [::core::ffi::c_char; 256usize],
+    pub message: [::core::ffi::c_char; 1024usize],
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cuzk_status"][::core::mem::size_of::<cuzk_status>() - 264usize];
+    ["Size of cuzk_status"][::core::mem::size_of::<cuzk_status>() - 1032usize];
     ["Alignment of cuzk_status"][::core::mem::align_of::<cuzk_status>() - 4usize];
     ["Offset of field: cuzk_status::code"][::core::mem::offset_of!(cuzk_status, code) - 0usize];
     ["Offset of field: cuzk_status::cuda_error"]

@@ -22,7 +22,7 @@
 /* Anything else (a C++ exception that was caught). */
 #define CUZK_ERR_INTERNAL 6
 
-#define CUZK_STATUS_MESSAGE_BYTES 256
+#define CUZK_STATUS_MESSAGE_BYTES 1024
 
 /* Result of every call: code (CUZK_OK on success) and a NUL-terminated
  * message saying what went wrong and what to do. */
