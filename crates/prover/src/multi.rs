@@ -496,7 +496,8 @@ fn check_workers(workers: usize) -> Result<()> {
 impl MultiGpuProver {
     /// A prover on each of `devices` (CUDA ordinals, each with a memory
     /// budget from the environment: `CUZK_DEVICE_MEMORY_LIMIT`, ...) with
-    /// `gpu_workers_per_device` workers each.
+    /// `gpu_workers_per_device` workers each. Without a GPU,
+    /// [`MultiGpuProver::cpu`] runs the same batches on the CPU.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for no devices, a device named twice, zero
