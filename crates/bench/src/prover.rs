@@ -432,12 +432,7 @@ fn one(
             matrices: r1cs.matrices(),
             ..witness.job(r, s)
         };
-        let matrices = if rows_needed {
-            Some(matrices)
-        } else {
-            free_rows(matrices);
-            None
-        };
+        let matrices = rows_needed.then_some(matrices);
         let prover = prover.with_r1cs(r1cs.clone())?;
         // The warm-up, on the GPU-evaluation path: tables, pools, the key's
         // first use.
@@ -602,28 +597,17 @@ fn one(
                 );
             }
         }
-        // Everything of this size goes before the next size's circuit is
-        // built: its key and rows beside the next circuit and its prover
-        // would not fit a 128 GiB host at 2^27. The key first (a few large
-        // buffers), then the rows on every core.
+        // Everything of this size goes here, before the next size's
+        // circuit is built: its key and rows beside the next circuit and
+        // its prover would not fit a 128 GiB host at 2^27. The key first (a
+        // few large buffers), then the rows (hundreds of millions of small
+        // vectors at 2^26): freed on this thread, since a free racing the
+        // next build on every core for the allocator's arenas, or several
+        // threads freeing at once, takes longer (BENCHMARKS.md).
         drop((pk, r1cs, witness));
-        if let Some(m) = matrices {
-            free_rows(m);
-        }
+        drop(matrices);
     }
     Ok(())
-}
-
-/// Frees the rows of `matrices` on every core when this is their last
-/// holder (else only drops this reference): at 2^26 they are hundreds of
-/// millions of small vectors, seconds to free on one thread.
-fn free_rows(matrices: std::sync::Arc<cuzk_prover::ConstraintMatrices>) {
-    use rayon::prelude::*;
-    if let Ok(m) = std::sync::Arc::try_unwrap(matrices) {
-        [m.a, m.b, m.c]
-            .into_par_iter()
-            .for_each(|rows| rows.into_par_iter().for_each(drop));
-    }
 }
 
 /// The batch rows of a 2^k circuit (PoRep-shaped or dense) in this run
