@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 /// The environment variables library code may read, by crate folder: user
-/// settings documented in README.md's settings and the crates' lib docs. The build settings read by
-/// `crates/build` (a build-script helper) are not library code.
+/// settings documented in README.md's settings and the crates' lib docs.
+/// The build settings read by `crates/build` (a build-script helper) are
+/// not library code.
 const ENV_ALLOW: &[(&str, &[&str])] = &[
     (
         "crates/alloc/",
