@@ -186,35 +186,41 @@ fn defaults_note(c: &Config) -> String {
             .collect();
         note("key_dirs []", dirs.join(", "));
     }
-    if c.assignment_dirs.is_empty() {
-        note(
+    // The settings whose default reads the same in every configuration.
+    let fixed = [
+        (
+            c.assignment_dirs.is_empty(),
             "assignment_dirs []",
-            "any absolute path the daemon can read".into(),
-        );
-    }
-    if c.worker_name.is_empty() {
-        note(
+            "any absolute path the daemon can read",
+        ),
+        (
+            c.worker_name.is_empty(),
             "worker_name \"\"",
-            "this host's name and the process id".into(),
-        );
-    }
-    if c.devices.is_none() {
-        note(
+            "this host's name and the process id",
+        ),
+        (
+            c.devices.is_none(),
             "devices (unset)",
-            "every GPU, or the CPU path where there is none (devices = [] is the CPU path)".into(),
-        );
-    }
-    if c.key_host_budget_bytes.is_none() {
-        note(
+            "every GPU, or the CPU path where there is none (devices = [] is the CPU path)",
+        ),
+        (
+            c.key_host_budget_bytes.is_none(),
             "key_host_budget_bytes (unset)",
-            "half the host's memory".into(),
-        );
-    }
-    if c.auth_token_file.is_none() {
-        note("auth_token_file (unset)", "no token".into());
-    }
-    if c.tls_cert_file.is_none() {
-        note("tls_cert_file, tls_key_file (unset)", "plain gRPC".into());
+            "half the host's memory",
+        ),
+        (
+            c.auth_token_file.is_none(),
+            "auth_token_file (unset)",
+            "no token",
+        ),
+        (
+            c.tls_cert_file.is_none(),
+            "tls_cert_file, tls_key_file (unset)",
+            "plain gRPC",
+        ),
+    ];
+    for (key, means) in fixed.iter().filter(|f| f.0).map(|f| (f.1, f.2)) {
+        note(key, means.into());
     }
     n
 }
