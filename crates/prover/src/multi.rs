@@ -484,6 +484,17 @@ impl std::fmt::Debug for MultiGpuProver {
     }
 }
 
+/// `e` with a pointer to [`MultiGpuProver::cpu`] when it says there is no
+/// usable GPU (a build without CUDA, no device); other errors unchanged.
+fn cpu_hint(e: Error) -> Error {
+    const HINT: &str = "; MultiGpuProver::cpu proves the same batches on the CPU";
+    match e {
+        Error::NoCudaBuild(m) => Error::NoCudaBuild(format!("{m}{HINT}")),
+        Error::NoDevice(m) => Error::NoDevice(format!("{m}{HINT}")),
+        e => e,
+    }
+}
+
 fn check_workers(workers: usize) -> Result<()> {
     if workers == 0 {
         return Err(Error::InvalidArgument(
@@ -510,7 +521,8 @@ impl MultiGpuProver {
         let memories = devices
             .iter()
             .map(|&d| DeviceMemory::from_env(d))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()
+            .map_err(cpu_hint)?;
         Self::with_memories(pk, &memories, gpu_workers_per_device)
     }
 
@@ -519,9 +531,11 @@ impl MultiGpuProver {
     /// # Errors
     /// As [`MultiGpuProver::new`]; [`Error::NoDevice`] when it reports none.
     pub fn all_devices(pk: ProvingKey, gpu_workers_per_device: usize) -> Result<Self> {
-        let n = cuzk_field::gpu::device_count()?;
+        let n = cuzk_field::gpu::device_count().map_err(cpu_hint)?;
         if n == 0 {
-            return Err(Error::NoDevice("the CUDA runtime reports 0 devices".into()));
+            return Err(cpu_hint(Error::NoDevice(
+                "the CUDA runtime reports 0 devices".into(),
+            )));
         }
         let devices: Vec<i32> = (0..n as i32).collect();
         Self::new(pk, &devices, gpu_workers_per_device)
@@ -1008,5 +1022,15 @@ mod tests {
         assert!(check_devices(&[0, 1]).is_ok());
         assert!(check_devices(&[]).is_err());
         assert!(check_devices(&[1, 0, 1]).is_err());
+    }
+
+    #[test]
+    fn no_gpu_errors_point_at_the_cpu_prover() {
+        let e = cpu_hint(Error::NoCudaBuild("built without CUDA".into()));
+        assert!(matches!(&e, Error::NoCudaBuild(m) if m.contains("MultiGpuProver::cpu")));
+        let e = cpu_hint(Error::NoDevice("no device".into()));
+        assert!(matches!(&e, Error::NoDevice(m) if m.contains("MultiGpuProver::cpu")));
+        let e = cpu_hint(Error::InvalidArgument("x".into()));
+        assert!(matches!(&e, Error::InvalidArgument(m) if m == "x"));
     }
 }
