@@ -17,8 +17,8 @@ pub(crate) struct Args {
     /// Up to the largest sizes: NTT 2^28, G1 MSM 2^26, G2 MSM 2^24,
     /// dense Groth16 proofs of 2^26 constraints (ark-groth16's to 2^22, a
     /// fitted line beyond), PoRep-shaped ones of 2^27 (2^26 beside
-    /// supraseal-c2), batches of 10 partitions with 2 workers on the whole
-    /// card and under 16 GiB, field operations over 2^24 elements on the
+    /// supraseal-c2), batches of 10 partitions (4 at dense 2^26) with 2
+    /// workers on the whole card and under 16 GiB, field operations over 2^24 elements on the
     /// GPU.
     #[arg(long)]
     full: bool,

@@ -20,7 +20,7 @@ pub(crate) fn plot_svg(
     let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     for f in figs.iter().filter(|f| f.layer == layer && f.elements > 0) {
         series
-            .entry(f.implementation)
+            .entry(f.implementation.as_str())
             .or_default()
             .push(((f.elements as f64).log2(), f.median_ms));
     }

@@ -6,8 +6,8 @@
 //! CPU reference, a fitted line beyond the sizes it runs), real proofs
 //! against ark-groth16's verifier, and PoRep-shaped and real proofs
 //! against supraseal-c2's proof of the same inputs (the `cuzk-supraseal`
-//! process, when it was built). In `--full`, batches of 10 partitions on
-//! the whole card and under 16 GiB, with their GPU busy fraction, memory
+//! process, when it was built). In `--full`, batches of 10 partitions (4
+//! at dense 2^26) on the whole card and under 16 GiB, with their GPU busy fraction, memory
 //! peaks and a check that device memory returns to its figure before the
 //! batch.
 
@@ -26,25 +26,35 @@ use rand::Rng;
 const LAYER: &str = "prover";
 const CPU_PATH: &str = "cuzk prover, CPU path (blst, ark-poly)";
 const VERIFIER: &str = "ark-groth16 verifier";
-const BATCH_IMPL: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers";
-const BATCH_IMPL_CAPPED: &str =
-    "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget";
-/// [`BATCH_IMPL_CAPPED`] with H's MSM and the witness MSMs one after
-/// another ([`cuzk_prover::Prover::with_msm_overlap`] off): the baseline of
-/// the overlap, in the same run.
-const BATCH_IMPL_CAPPED_SERIAL: &str =
-    "cuzk prover, GPU, batch of 10 partitions, 2 workers, 16 GiB budget, MSMs one after another";
-/// [`BATCH_IMPL_CAPPED`] streaming only the bases of the witness queries'
-/// non-zero scalars ([`cuzk_prover::Prover::with_nonzero_streaming`] on),
-/// against the default (every base) in the same run.
-const BATCH_IMPL_CAPPED_NONZERO: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers, \
-     16 GiB budget, only non-zero scalars' bases streamed";
-/// [`BATCH_IMPL_CAPPED`] with the batch's witness MSMs in one pass
-/// ([`cuzk_prover::MultiGpuProver::with_witness_pass`]), against the
-/// default in the same run.
-const BATCH_IMPL_CAPPED_PASS: &str = "cuzk prover, GPU, batch of 10 partitions, 2 workers, \
-     16 GiB budget, witness MSMs in one pass";
+/// A batch row's implementation label: `partitions` partitions, then the
+/// budget and the mode (see [`BatchMode`]).
+fn batch_impl(partitions: usize, cap: Option<u64>, mode: BatchMode) -> String {
+    let mut s =
+        format!("cuzk prover, GPU, batch of {partitions} partitions, {BATCH_WORKERS} workers");
+    if cap.is_some() {
+        s.push_str(", 16 GiB budget");
+        s.push_str(match mode {
+            BatchMode::Default => "",
+            // H's MSM and the witness MSMs one after another
+            // ([`cuzk_prover::Prover::with_msm_overlap`] off): the overlap's
+            // baseline, in the same run.
+            BatchMode::SerialMsms => ", MSMs one after another",
+            // Only the bases of the witness queries' non-zero scalars
+            // streamed ([`cuzk_prover::Prover::with_nonzero_streaming`]).
+            BatchMode::NonZeroBases => ", only non-zero scalars' bases streamed",
+            // The batch's witness MSMs in one pass
+            // ([`cuzk_prover::MultiGpuProver::with_witness_pass`]).
+            BatchMode::WitnessPass => ", witness MSMs in one pass",
+        });
+    }
+    s
+}
 const GPU_HOST_EVAL: &str = "cuzk prover, GPU, A z B z C z on the CPU (one warm proof)";
+/// [`GPU_HOST_EVAL`] where the rows do not fit the host: A z, B z, C z
+/// evaluated on the CPU from the prover's compact form, every constraint
+/// checked (`Prover::with_check_witness`).
+const GPU_COMPACT_EVAL: &str =
+    "cuzk prover, GPU, A z B z C z on the CPU from the compact form, witness checked (one warm proof)";
 const ARK_GROTH16: &str = "ark-groth16 0.6 (CPU, all cores)";
 const GPU_PRECOMPUTED: &str = "cuzk prover, GPU, precomputed bases";
 
@@ -91,11 +101,14 @@ pub(crate) const POREP_LOGS: [&[u32]; 3] = [&[14], &[20], &[20, 26, 27]];
 /// disk beside the bench.
 const PEER_MAX: u32 = 26;
 
-/// The GPU proof with A z, B z, C z evaluated on the CPU (the comparison
-/// for GPU evaluation) runs up to this size (log2): at 2^27 its three
-/// vectors (13 GB) beside the key (49 GB), the matrices (about 40 GB)
-/// and, on a card that cannot hold the key, the prover's compacted copies
-/// (25 GB) leave the 128 GiB host too little margin.
+/// The GPU proof with A z, B z, C z evaluated on the CPU from the rows
+/// (the comparison for GPU evaluation, [`GPU_HOST_EVAL`]) runs up to this
+/// size (log2): at 2^27 the rows (about 40 GB) beside the key (49 GB), the
+/// three vectors (13 GB) and, on a card that cannot hold the key, the
+/// prover's compacted copies (25 GB) leave the 128 GiB host too little
+/// margin. Past it the rows go before the first proof, and the comparison
+/// is with the CPU's evaluation of the compact form ([`GPU_COMPACT_EVAL`])
+/// where the host has room for the vectors.
 const HOST_EVAL_MAX: u32 = 26;
 
 /// SHA-256 chain sizes (log2 of the domain; ark-groth16's setup took
@@ -113,8 +126,26 @@ fn peer_reps(k: u32) -> usize {
     }
 }
 
-/// Partitions a batch row proves, with [`BATCH_WORKERS`] workers.
+/// Partitions a batch row proves, with [`BATCH_WORKERS`] workers (the seed
+/// workload's 10), but for [`SHORT_BATCH`].
 const BATCH_PARTITIONS: usize = 10;
+/// The batch size (log2 domain, PoRep-shaped) whose rows prove
+/// [`SHORT_BATCH_PARTITIONS`] partitions: dense 2^26, 4.9 s a partition
+/// under 16 GiB and 2.9 s on the whole card on the H200, where ten would
+/// be 47 s more of the layer's 10 minutes; two a worker still give the
+/// steady rate after the warm-up.
+const SHORT_BATCH: (u32, bool) = (26, false);
+/// Partitions of [`SHORT_BATCH`]'s rows.
+const SHORT_BATCH_PARTITIONS: usize = 4;
+
+/// Partitions of the 2^k batch rows (PoRep-shaped or dense).
+fn batch_partitions(k: u32, porep: bool) -> usize {
+    if (k, porep) == SHORT_BATCH {
+        SHORT_BATCH_PARTITIONS
+    } else {
+        BATCH_PARTITIONS
+    }
+}
 /// Workers on the GPU in a batch row (the seed workload's 2).
 const BATCH_WORKERS: usize = 2;
 /// Disk left free when caching a PoRep-shaped key (supraseal-c2's
@@ -195,10 +226,12 @@ pub(crate) fn steps(run: &Run) -> usize {
 struct Extra<'a> {
     /// Compare with supraseal-c2 (PoRep-shaped and real circuits).
     peer: bool,
-    /// Also prove a batch of [`BATCH_PARTITIONS`] through `MultiGpuProver`
-    /// under each of these budget caps (`None`: the whole card), its
-    /// prover in each mode ([`batch_for`]).
+    /// Also prove a batch of `partitions` through `MultiGpuProver` under
+    /// each of these budget caps (`None`: the whole card), its prover in
+    /// each mode ([`batch_for`]).
     batch: Vec<(Option<u64>, BatchMode)>,
+    /// Partitions of each batch row ([`batch_partitions`]).
+    partitions: usize,
     /// Also prove with ark-groth16 (one proof, timed): its proof must
     /// equal cuzk's.
     ark: bool,
@@ -238,6 +271,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Res
             k <= CPU_MAX,
             Extra {
                 batch: batch_for(run, k, false),
+                partitions: batch_partitions(k, false),
                 ark: ark_at(k),
                 precomputed: run.size == crate::cli::Size::Full && k == PRECOMPUTED_AT,
                 ..Extra::default()
@@ -275,6 +309,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Res
         let extra = Extra {
             peer: k <= PEER_MAX,
             batch: batch_for(run, k, true),
+            partitions: batch_partitions(k, true),
             ..Extra::default()
         };
         one(
@@ -308,6 +343,7 @@ pub(crate) fn bench(run: &Run, rec: &mut Record, flush: &dyn Fn(&Record)) -> Res
             peer: true,
             verify: Some((&pvk, w.public_inputs().to_vec())),
             batch: Vec::new(),
+            partitions: 0,
             ark: false,
             precomputed: false,
         };
@@ -432,8 +468,8 @@ fn one(
             matrices: r1cs.matrices(),
             ..witness.job(r, s)
         };
-        let matrices = rows_needed.then_some(matrices);
-        let prover = prover.with_r1cs(r1cs.clone())?;
+        let mut matrices = rows_needed.then_some(matrices);
+        let mut prover = prover.with_r1cs(r1cs.clone())?;
         // The warm-up, on the GPU-evaluation path: tables, pools, the key's
         // first use.
         prove(&prover, &job)?;
@@ -455,9 +491,37 @@ fn one(
                     ms,
                     "wall, host to host",
                 );
-                Some(host_eval?.0)
+                Some((GPU_HOST_EVAL, host_eval?.0))
             }
-            _ => None,
+            // Past HOST_EVAL_MAX the rows are gone: the CPU evaluates the
+            // prover's compact form instead (the witness check on, which
+            // also checks every constraint's A z * B z = C z on the CPU),
+            // where the host has room for the three vectors.
+            _ => {
+                let trimmed = std::time::Instant::now();
+                release_free_host_memory();
+                crate::progress::say(format!(
+                    "  {name}: host memory trimmed in {:.1} s",
+                    trimmed.elapsed().as_secs_f64()
+                ));
+                let need = 3 * (n.next_power_of_two() as u64) * 32 + (8 << 30);
+                if host_available_bytes().is_some_and(|a| a >= need) {
+                    prover = prover.with_check_witness(true);
+                    let (ms, host_eval) = once_ms(|| prove(&prover, &job));
+                    prover = prover.with_check_witness(false);
+                    rec.figure(
+                        LAYER,
+                        name.clone(),
+                        GPU_COMPACT_EVAL,
+                        n,
+                        ms,
+                        "wall, host to host",
+                    );
+                    Some((GPU_COMPACT_EVAL, host_eval?.0))
+                } else {
+                    None
+                }
+            }
         };
         let mut runs: Vec<(f64, ProofTimings)> = Vec::new();
         let mut proofs = Vec::new();
@@ -485,13 +549,11 @@ fn one(
         }
         let what_eval = format!("{name}: cuzk prover, GPU evaluation of A z, B z, C z");
         match &host_eval {
-            Some(h) => rec
-                .checks
-                .proofs(LAYER, what_eval, GPU_HOST_EVAL, n, &got, h),
+            Some((against, h)) => rec.checks.proofs(LAYER, what_eval, against, n, &got, h),
             None => rec.checks.skip(
                 LAYER,
                 what_eval,
-                GPU_HOST_EVAL,
+                GPU_COMPACT_EVAL,
                 n,
                 "the CPU evaluation's three vectors do not fit the host beside this key",
             ),
@@ -576,6 +638,25 @@ fn one(
                 mem.trim()?;
             }
         }
+        // The batches read the compact form only: where the rows were kept
+        // for the readers above, they go now, on a thread of their own
+        // beside the batch rows (a few seconds to a quarter of a minute of
+        // small frees at 2^24 to 2^26; a batch allocates little on the
+        // host once its prover is made), joined before the next size is
+        // built.
+        let (r1cs, freeing) = match std::sync::Arc::try_unwrap(r1cs) {
+            Ok(form) if !extra.batch.is_empty() && form.has_rows() => {
+                let lean = std::sync::Arc::new(form.without_rows());
+                let rows = matrices.take();
+                (lean, Some(std::thread::spawn(move || drop(rows))))
+            }
+            Ok(form) => (std::sync::Arc::new(form), None),
+            Err(shared) => (shared, None),
+        };
+        let job = ProofJob {
+            matrices: r1cs.matrices(),
+            ..witness.job(r, s)
+        };
         for &(cap, mode) in &extra.batch {
             // A batch that fails is a failed check; the layer goes on.
             if let Err(e) = batch(
@@ -584,7 +665,7 @@ fn one(
                 (pk.clone(), &witness, &r1cs),
                 (&job, &got),
                 rng,
-                (cap, mode),
+                (cap, mode, extra.partitions, freeing.is_none()),
             ) {
                 rec.checks.record(
                     LAYER,
@@ -599,11 +680,16 @@ fn one(
         }
         // Everything of this size goes here, before the next size's
         // circuit is built: its key and rows beside the next circuit and
-        // its prover would not fit a 128 GiB host at 2^27. The key first (a
-        // few large buffers), then the rows (hundreds of millions of small
-        // vectors at 2^26): freed on this thread, since a free racing the
-        // next build on every core for the allocator's arenas, or several
-        // threads freeing at once, takes longer (BENCHMARKS.md).
+        // its prover would not fit a 128 GiB host at 2^27. The rows' thread
+        // joined, the key first (a few large buffers), then any rows left
+        // (hundreds of millions of small vectors at 2^26): freed on this
+        // thread, since a free racing the next build on every core for the
+        // allocator's arenas, or several threads freeing at once, takes
+        // longer (BENCHMARKS.md).
+        if let Some(f) = freeing {
+            f.join()
+                .map_err(|_| anyhow::anyhow!("{name}: freeing the rows panicked"))?;
+        }
         drop((pk, r1cs, witness));
         drop(matrices);
     }
@@ -772,7 +858,7 @@ fn batch_label(cap: Option<u64>, mode: BatchMode) -> String {
     }
 }
 
-/// [`BATCH_PARTITIONS`] partitions of `witness` proved by `MultiGpuProver`
+/// `partitions` partitions of `witness` proved by `MultiGpuProver`
 /// with [`BATCH_WORKERS`] workers on GPU 0 under a budget capped at `cap`
 /// (`None`: the whole card, less the default margin), H's MSM beside the
 /// witness MSMs where it applies and every base streamed, or as `mode`
@@ -791,20 +877,26 @@ fn batch(
     ),
     (job, ours): (&ProofJob<'_>, &Proof),
     rng: &mut rand_chacha::ChaCha20Rng,
-    (cap, mode): (Option<u64>, BatchMode),
+    (cap, mode, partitions, trim): (Option<u64>, BatchMode, usize, bool),
 ) -> Result<()> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory};
     let n = job.matrices.num_constraints;
     let budget = batch_label(cap, mode);
     step(format!(
-        "bench prover: {name}: batch of {BATCH_PARTITIONS}, {BATCH_WORKERS} workers, {budget}"
+        "bench prover: {name}: batch of {partitions}, {BATCH_WORKERS} workers, {budget}"
     ));
     // Every batch pins two assignments a lane; under a cap the prover also
     // keeps host copies of the compacted queries and page-locks the key:
     // skipped, not killed, where the host lacks the room (a kill would lose
     // the whole layer's figures).
-    {
+    // The heap's free pages go back to the system first (not beside a
+    // thread still freeing: each would wait on the other's arena locks).
+    let checked = std::time::Instant::now();
+    if trim {
         release_free_host_memory();
+    }
+    let trimmed = checked.elapsed().as_secs_f64();
+    {
         let copies = if cap.is_some() {
             streamed_host_bytes(&pk)
         } else {
@@ -830,6 +922,7 @@ fn batch(
             }
         }
     }
+    let checked = checked.elapsed().as_secs_f64();
     let setup = std::time::Instant::now();
     let mem = DeviceMemory::new(
         0,
@@ -846,7 +939,7 @@ fn batch(
             .with_witness_pass(mode == BatchMode::WitnessPass)
             .with_r1cs(r1cs.clone())?;
     let rs: Vec<(Fr, Fr)> = std::iter::once((job.r, job.s))
-        .chain((1..BATCH_PARTITIONS).map(|_| (Fr::rand(rng), Fr::rand(rng))))
+        .chain((1..partitions).map(|_| (Fr::rand(rng), Fr::rand(rng))))
         .collect();
     let jobs: Vec<ProofJob<'_>> = rs
         .iter()
@@ -883,7 +976,7 @@ fn batch(
     let b = crate::report::Batch {
         layer: LAYER,
         name: name.to_string(),
-        partitions: BATCH_PARTITIONS,
+        partitions,
         workers: BATCH_WORKERS,
         cap_bytes: cap,
         wall_ms: (t1 - t0).as_secs_f64() * 1e3,
@@ -899,17 +992,11 @@ fn batch(
         streamed_bytes: timings.first().map_or(0, |t| t.streamed_bytes),
         msm_overlapped: !timings.is_empty() && timings.iter().all(|t| t.msm_overlapped),
     };
-    let implementation = match (cap, mode) {
-        (None, _) => BATCH_IMPL,
-        (Some(_), BatchMode::Default) => BATCH_IMPL_CAPPED,
-        (Some(_), BatchMode::SerialMsms) => BATCH_IMPL_CAPPED_SERIAL,
-        (Some(_), BatchMode::NonZeroBases) => BATCH_IMPL_CAPPED_NONZERO,
-        (Some(_), BatchMode::WitnessPass) => BATCH_IMPL_CAPPED_PASS,
-    };
+    let implementation = batch_impl(partitions, cap, mode);
     rec.figure(
         LAYER,
         name,
-        implementation,
+        implementation.as_str(),
         n,
         b.per_partition_ms(),
         "wall per partition, batch",
@@ -929,7 +1016,7 @@ fn batch(
         rec.figure(
             LAYER,
             format!("{name}, batch stage: {stage}"),
-            implementation,
+            implementation.as_str(),
             n,
             median(timings.iter().map(get).collect()),
             "median a partition, batch",
@@ -970,8 +1057,9 @@ fn batch(
     mem.trim()?;
     // Where a row's time beyond its partitions goes (the layer's length).
     crate::progress::say(format!(
-        "  {name}: batch ({budget}): prover ready in {ready:.1} s, warm-up {warm:.1} s, \
-         batch {:.1} s, prover dropped in {:.1} s",
+        "  {name}: batch ({budget}): host checked in {checked:.1} s (malloc_trim \
+         {trimmed:.1} s), prover ready in {ready:.1} s, warm-up {warm:.1} s, batch {:.1} s, \
+         prover dropped in {:.1} s",
         (t1 - t0).as_secs_f64(),
         dropped.elapsed().as_secs_f64()
     ));
@@ -1158,5 +1246,26 @@ mod tests {
         let full = |k, porep| full(k, porep, false);
         assert!(full(16, false).is_empty());
         assert!(full(20, true).is_empty());
+        // Ten partitions (the seed workload's), four at dense 2^26.
+        for (k, porep, partitions) in [
+            (24, false, 10),
+            (26, false, 4),
+            (26, true, 10),
+            (27, true, 10),
+        ] {
+            assert_eq!(
+                batch_partitions(k, porep),
+                partitions,
+                "2^{k} porep {porep}"
+            );
+        }
+        assert_eq!(
+            batch_impl(4, Some(16 << 30), BatchMode::WitnessPass),
+            "cuzk prover, GPU, batch of 4 partitions, 2 workers, 16 GiB budget, witness MSMs in one pass"
+        );
+        assert_eq!(
+            batch_impl(10, None, BatchMode::Default),
+            "cuzk prover, GPU, batch of 10 partitions, 2 workers"
+        );
     }
 }

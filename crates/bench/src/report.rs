@@ -12,7 +12,7 @@ pub(crate) struct Figure {
     /// Operation and size, e.g. "NTT forward 2^24".
     pub(crate) name: String,
     /// Who computed it, e.g. "cuzk GPU, natural order (NN)".
-    pub(crate) implementation: &'static str,
+    pub(crate) implementation: String,
     /// Problem size in elements (bytes for the allocator).
     pub(crate) elements: usize,
     /// Median time in milliseconds.
@@ -91,7 +91,7 @@ impl Record {
         &mut self,
         layer: &'static str,
         name: impl Into<String>,
-        implementation: &'static str,
+        implementation: impl Into<String>,
         elements: usize,
         median_ms: f64,
         timing: &'static str,
@@ -99,7 +99,7 @@ impl Record {
         self.figures.push(Figure {
             layer,
             name: name.into(),
-            implementation,
+            implementation: implementation.into(),
             elements,
             median_ms,
             timing,
@@ -352,10 +352,10 @@ pub(crate) mod tests {
             commit: "abc".into(),
             date: "2026-11-30T00:00:00Z".into(),
         };
-        let f = |implementation, elements, ms| Figure {
+        let f = |implementation: &str, elements, ms| Figure {
             layer: "ntt",
             name: format!("NTT forward 2^{}", (elements as f64).log2()),
-            implementation,
+            implementation: implementation.to_string(),
             elements,
             median_ms: ms,
             timing: "wall",
