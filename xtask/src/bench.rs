@@ -18,8 +18,8 @@ pub(crate) struct Args {
     /// dense Groth16 proofs of 2^26 constraints (ark-groth16's to 2^22, a
     /// fitted line beyond), PoRep-shaped ones of 2^27 (2^26 beside
     /// supraseal-c2), batches of 10 partitions (4 at dense 2^26) with 2
-    /// workers on the whole card and under 16 GiB, field operations over 2^24 elements on the
-    /// GPU.
+    /// workers on the whole card and under 16 GiB, field operations over
+    /// 2^24 elements on the GPU.
     #[arg(long)]
     full: bool,
     /// Comma-separated layers to run (field, alloc, ntt, msm, witness, prover).

@@ -7,9 +7,9 @@
 //! against ark-groth16's verifier, and PoRep-shaped and real proofs
 //! against supraseal-c2's proof of the same inputs (the `cuzk-supraseal`
 //! process, when it was built). In `--full`, batches of 10 partitions (4
-//! at dense 2^26) on the whole card and under 16 GiB, with their GPU busy fraction, memory
-//! peaks and a check that device memory returns to its figure before the
-//! batch.
+//! at dense 2^26) on the whole card and under 16 GiB, with their GPU busy
+//! fraction, memory peaks and a check that device memory returns to its
+//! figure before the batch.
 
 use crate::checks::Verdict;
 use crate::cli::Run;
@@ -491,7 +491,7 @@ fn one(
                     ms,
                     "wall, host to host",
                 );
-                Some((GPU_HOST_EVAL, host_eval?.0))
+                Some((GPU_HOST_EVAL, host_eval.map(|p| p.0)))
             }
             // Past HOST_EVAL_MAX the rows are gone: the CPU evaluates the
             // prover's compact form instead (the witness check on, which
@@ -517,7 +517,7 @@ fn one(
                         ms,
                         "wall, host to host",
                     );
-                    Some((GPU_COMPACT_EVAL, host_eval?.0))
+                    Some((GPU_COMPACT_EVAL, host_eval.map(|p| p.0)))
                 } else {
                     None
                 }
@@ -548,8 +548,18 @@ fn one(
             rec.checks.proofs(LAYER, what, ARK_GROTH16, n, &got, a);
         }
         let what_eval = format!("{name}: cuzk prover, GPU evaluation of A z, B z, C z");
+        // A failed comparison proof is a failed check; the layer goes on.
         match &host_eval {
-            Some((against, h)) => rec.checks.proofs(LAYER, what_eval, against, n, &got, h),
+            Some((against, Ok(h))) => rec.checks.proofs(LAYER, what_eval, against, n, &got, h),
+            Some((against, Err(e))) => rec.checks.record(
+                LAYER,
+                what_eval,
+                against,
+                n,
+                Verdict::Mismatch {
+                    detail: format!("the comparison proof failed: {e:#}"),
+                },
+            ),
             None => rec.checks.skip(
                 LAYER,
                 what_eval,
@@ -640,18 +650,22 @@ fn one(
         }
         // The batches read the compact form only: where the rows were kept
         // for the readers above, they go now, on a thread of their own
-        // beside the batch rows (a few seconds to a quarter of a minute of
-        // small frees at 2^24 to 2^26; a batch allocates little on the
-        // host once its prover is made), joined before the next size is
-        // built.
-        let (r1cs, freeing) = match std::sync::Arc::try_unwrap(r1cs) {
+        // beside the first batch row's setup and warm-up (a few seconds to
+        // a quarter of a minute of small frees at 2^24 to 2^26), joined
+        // before that row's timed batch.
+        let (r1cs, mut freeing) = match std::sync::Arc::try_unwrap(r1cs) {
             Ok(form) if !extra.batch.is_empty() && form.has_rows() => {
                 let lean = std::sync::Arc::new(form.without_rows());
                 let rows = matrices.take();
                 (lean, Some(std::thread::spawn(move || drop(rows))))
             }
             Ok(form) => (std::sync::Arc::new(form), None),
-            Err(shared) => (shared, None),
+            Err(shared) => {
+                crate::progress::say(format!(
+                    "  {name}: the compact form is still shared: its rows stay until the size's end"
+                ));
+                (shared, None)
+            }
         };
         let job = ProofJob {
             matrices: r1cs.matrices(),
@@ -665,7 +679,8 @@ fn one(
                 (pk.clone(), &witness, &r1cs),
                 (&job, &got),
                 rng,
-                (cap, mode, extra.partitions, freeing.is_none()),
+                (cap, mode, extra.partitions),
+                &mut freeing,
             ) {
                 rec.checks.record(
                     LAYER,
@@ -877,9 +892,11 @@ fn batch(
     ),
     (job, ours): (&ProofJob<'_>, &Proof),
     rng: &mut rand_chacha::ChaCha20Rng,
-    (cap, mode, partitions, trim): (Option<u64>, BatchMode, usize, bool),
+    (cap, mode, partitions): (Option<u64>, BatchMode, usize),
+    freeing: &mut Option<std::thread::JoinHandle<()>>,
 ) -> Result<()> {
     use cuzk_alloc::{BudgetConfig, DeviceMemory};
+    debug_assert!(partitions >= BATCH_WORKERS, "{partitions} partitions");
     let n = job.matrices.num_constraints;
     let budget = batch_label(cap, mode);
     step(format!(
@@ -892,7 +909,7 @@ fn batch(
     // The heap's free pages go back to the system first (not beside a
     // thread still freeing: each would wait on the other's arena locks).
     let checked = std::time::Instant::now();
-    if trim {
+    if freeing.as_ref().is_none_or(|f| f.is_finished()) {
         release_free_host_memory();
     }
     let trimmed = checked.elapsed().as_secs_f64();
@@ -959,6 +976,14 @@ fn batch(
     let ready = setup.elapsed().as_secs_f64();
     multi.warm_up(&jobs[0])?;
     let warm = setup.elapsed().as_secs_f64() - ready;
+    // The size's rows, freed beside the setup and warm-up, are gone before
+    // the timed batch.
+    let joined = std::time::Instant::now();
+    if let Some(f) = freeing.take() {
+        f.join()
+            .map_err(|_| anyhow::anyhow!("{name}: freeing the rows panicked"))?;
+    }
+    let joined = joined.elapsed().as_secs_f64();
     let baseline = mem.settled_used_bytes()?;
     reset_host_peak();
     let d0 = multi.device_clock_ms(0)?;
@@ -1058,8 +1083,8 @@ fn batch(
     // Where a row's time beyond its partitions goes (the layer's length).
     crate::progress::say(format!(
         "  {name}: batch ({budget}): host checked in {checked:.1} s (malloc_trim \
-         {trimmed:.1} s), prover ready in {ready:.1} s, warm-up {warm:.1} s, batch {:.1} s, \
-         prover dropped in {:.1} s",
+         {trimmed:.1} s), prover ready in {ready:.1} s, warm-up {warm:.1} s, rows' free \
+         waited for {joined:.1} s, batch {:.1} s, prover dropped in {:.1} s",
         (t1 - t0).as_secs_f64(),
         dropped.elapsed().as_secs_f64()
     ));
