@@ -97,7 +97,9 @@ pub struct Config {
     /// whose id is the subdirectory's name. Empty: `DATA_DIR/keys`.
     pub key_dirs: Vec<PathBuf>,
     /// CUDA ordinals to prove on; `None`: every GPU there is, or the CPU
-    /// path when there is none. `Some([])`: the CPU path.
+    /// path when there is none. `Some([])`: the CPU path (in TOML,
+    /// `devices = []` or `devices = "cpu"`, as `--devices cpu`).
+    #[serde(deserialize_with = "devices_from_toml")]
     pub devices: Option<Vec<i32>>,
     /// Worker threads a GPU (a CPU lane, without GPUs), sharing its memory
     /// budget. Default 2.
@@ -189,6 +191,26 @@ impl Default for Config {
             retain_finished_secs: 7 * 24 * 3600,
             load_ahead: true,
         }
+    }
+}
+
+/// `devices`: a list of CUDA ordinals, or the word `"cpu"` (no GPU).
+fn devices_from_toml<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Vec<i32>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Devices {
+        Ordinals(Vec<i32>),
+        Word(String),
+    }
+    match Devices::deserialize(d) {
+        Ok(Devices::Ordinals(v)) => Ok(Some(v)),
+        Ok(Devices::Word(w)) if w.trim().eq_ignore_ascii_case("cpu") => Ok(Some(Vec::new())),
+        _ => Err(serde::de::Error::custom(
+            "devices: give a list of CUDA ordinals ([0, 1]), [] or \"cpu\" for the CPU path, \
+             or leave it out for every GPU",
+        )),
     }
 }
 
@@ -465,6 +487,21 @@ mod tests {
         let c = Config::from_file(&p).unwrap();
         assert_eq!(c.listen, "0.0.0.0:1");
         assert_eq!(c.devices, Some(vec![0, 1]));
+        for (devices, want) in [
+            ("[]", Some(vec![])),
+            ("\"cpu\"", Some(vec![])),
+            ("\"CPU\"", Some(vec![])),
+        ] {
+            std::fs::write(&p, format!("devices = {devices}\n")).unwrap();
+            assert_eq!(Config::from_file(&p).unwrap().devices, want, "{devices}");
+        }
+        std::fs::write(&p, "\n").unwrap();
+        assert_eq!(Config::from_file(&p).unwrap().devices, None);
+        for devices in ["\"gpu\"", "[\"a\"]", "3"] {
+            std::fs::write(&p, format!("devices = {devices}\n")).unwrap();
+            let e = Config::from_file(&p).unwrap_err().to_string();
+            assert!(e.contains("\"cpu\" for the CPU path"), "{devices}: {e}");
+        }
         std::fs::write(&p, "listn = \"x\"\n").unwrap();
         let e = Config::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("listn"), "{e}");

@@ -201,7 +201,7 @@ fn defaults_note(c: &Config) -> String {
         (
             c.devices.is_none(),
             "devices (unset)",
-            "every GPU, or the CPU path where there is none (devices = [] is the CPU path)",
+            "every GPU, or the CPU path where there is none (devices = [] or \"cpu\" is the CPU path)",
         ),
         (
             c.key_host_budget_bytes.is_none(),
