@@ -20,7 +20,8 @@
 #   ./run-session porep27        10 PoRep-shaped 2^POREP_K (27) partitions,
 #                                2 workers, under a 16 GiB budget
 #                                (bin/prove; device memory back at its
-#                                figure before the batch afterwards)
+#                                figure before the batch afterwards);
+#                                WITNESS_PASS=1: with --witness-pass
 #   ./run-session sha20          the same for 10 partitions of the
 #                                2^SHA_K (20) SHA-256 chain, every proof
 #                                verified
@@ -164,7 +165,7 @@ case "${1:-}" in
         if [ "$1" = porep27 ]; then circuit=porep k=${POREP_K:-27}; else circuit=sha256 k=${SHA_K:-20}; fi
         CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit "$circuit" \
             --log-constraints "$k" --batch --proofs 10 --workers 2 \
-            --keys-dir "$WORK/keys" > "$OUT/$1.log" 2>&1
+            ${WITNESS_PASS:+--witness-pass} --keys-dir "$WORK/keys" > "$OUT/$1.log" 2>&1
         rc=$?
         tail -n 30 "$OUT/$1.log"
         exit $rc
