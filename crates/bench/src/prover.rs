@@ -130,10 +130,10 @@ fn peer_reps(k: u32) -> usize {
 /// workload's 10), but for [`SHORT_BATCH`].
 const BATCH_PARTITIONS: usize = 10;
 /// The batch size (log2 domain, PoRep-shaped) whose rows prove
-/// [`SHORT_BATCH_PARTITIONS`] partitions: dense 2^26, 4.9 s a partition
-/// under 16 GiB and 2.9 s on the whole card on the H200, where ten would
-/// be 47 s more of the layer's 10 minutes; two a worker still give the
-/// steady rate after the warm-up.
+/// [`SHORT_BATCH_PARTITIONS`] partitions: dense 2^26, the slowest
+/// partitions of the layer, where ten would take a large share of its 10
+/// minutes (BENCHMARKS.md); two a worker after the warm-up still give the
+/// steady rate.
 const SHORT_BATCH: (u32, bool) = (26, false);
 /// Partitions of [`SHORT_BATCH`]'s rows.
 const SHORT_BATCH_PARTITIONS: usize = 4;

@@ -53,9 +53,9 @@ const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
 /// - only when none of them equals `ours` (or that run failed): again with
 ///   `CUDA_LAUNCH_BLOCKING=1` (each kernel launch waits for the last), for
 ///   one proof, which the same code then proves deterministically: the
-///   check is against that proof. A second parameter load at 2^26 is about
-///   50 s of the prover layer, spent only where the race or a real
-///   difference calls for it.
+///   check is against that proof. Its second parameter load and slow
+///   proof (most of the peer's row at 2^26, BENCHMARKS.md) are spent only
+///   where the race or a real difference calls for them.
 ///
 /// The check is skipped, with the reason, when the peer cannot run
 /// (missing, failing, out of disk, past [`PEER_TIMEOUT`]). Returns the
