@@ -388,10 +388,19 @@ fn multi_batch(
     let wall = (end - t).as_secs_f64();
     let mut proofs = Vec::with_capacity(out.len());
     let mut per_device: Vec<(i32, Vec<ProofTimings>)> = Vec::new();
+    // (device, partition, GPU stage, witness pass) on the device's clock.
+    type Interval = Option<(f64, f64)>;
+    let mut stages: Vec<(i32, usize, Interval, Interval)> = Vec::new();
     for (i, o) in out.into_iter().enumerate() {
         let (proof, timings, device) = o.with_context(|| format!("partition {i}"))?;
         print!("GPU {device}: ");
         print_timings(i, &timings, None);
+        stages.push((
+            device,
+            i,
+            timings.gpu_stage_device_ms,
+            timings.witness_pass_device_ms,
+        ));
         match per_device.iter_mut().find(|(d, _)| *d == device) {
             Some((_, ts)) => ts.push(timings),
             None => per_device.push((device, vec![timings])),
@@ -427,6 +436,37 @@ fn multi_batch(
             cuzk_alloc::fmt_bytes(peak),
             cuzk_alloc::fmt_bytes(ts.first().map_or(0, |t| t.streamed_bytes))
         );
+        // Where the GPU's time went: each proof's GPU stage and the witness
+        // pass, in seconds from the batch's start on the device's clock,
+        // in order of start (overlaps and gaps between them show).
+        if let Some(t0) = before[lane] {
+            let mut spans: Vec<(f64, f64, String)> = stages
+                .iter()
+                .filter(|s| s.0 == *device)
+                .filter_map(|s| s.2.map(|(a, b)| (a, b, format!("proof {}", s.1))))
+                .collect();
+            let mut passes: Vec<(f64, f64)> = stages
+                .iter()
+                .filter(|s| s.0 == *device)
+                .filter_map(|s| s.3)
+                .collect();
+            passes.sort_by(|a, b| a.0.total_cmp(&b.0));
+            passes.dedup();
+            spans.extend(
+                passes
+                    .into_iter()
+                    .map(|(a, b)| (a, b, "witness pass".to_string())),
+            );
+            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let line: Vec<String> = spans
+                .iter()
+                .map(|(a, b, what)| format!("{what} {:.3}-{:.3}", (a - t0) / 1e3, (b - t0) / 1e3))
+                .collect();
+            println!(
+                "GPU {device}: timeline (s from the batch's start, CUDA events): {}",
+                line.join(", ")
+            );
+        }
     }
     Ok(proofs)
 }
