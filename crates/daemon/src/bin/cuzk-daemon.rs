@@ -146,7 +146,7 @@ fn config(a: Args) -> anyhow::Result<Config> {
         c.assignment_dirs = a.assignment_dirs;
     }
     if let Some(v) = a.devices {
-        c.devices = Some(if v == "cpu" {
+        c.devices = Some(if v.trim().eq_ignore_ascii_case("cpu") {
             Vec::new()
         } else {
             v.split(',')
