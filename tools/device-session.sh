@@ -184,10 +184,16 @@ case "${1:-}" in
         ;;
     porep27 | sha20)
         # 10 partitions, 2 workers, under a 16 GiB budget, by bin/prove.
-        if [ "$1" = porep27 ]; then circuit=porep k=${POREP_K:-27}; else circuit=sha256 k=${SHA_K:-20}; fi
+        pass=()
+        if [ "$1" = porep27 ]; then
+            circuit=porep k=${POREP_K:-27}
+            [ -n "${WITNESS_PASS:-}" ] && pass=(--witness-pass)
+        else
+            circuit=sha256 k=${SHA_K:-20}
+        fi
         CUZK_DEVICE_MEMORY_LIMIT=16GiB timeout "$LIMIT" ./bin/prove --circuit "$circuit" \
             --log-constraints "$k" --batch --proofs 10 --workers 2 \
-            ${WITNESS_PASS:+--witness-pass} --keys-dir "$WORK/keys" > "$OUT/$1.log" 2>&1
+            "${pass[@]}" --keys-dir "$WORK/keys" > "$OUT/$1.log" 2>&1
         rc=$?
         tail -n 30 "$OUT/$1.log"
         exit $rc
