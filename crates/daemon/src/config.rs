@@ -18,6 +18,11 @@ use std::path::{Path, PathBuf};
 /// Default gRPC listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9820";
 
+/// The most worker threads a GPU (or the CPU lane) that
+/// [`Config::validate`] accepts: each holds a proof's host buffers and a
+/// share of the GPU's memory, so far fewer than this is useful.
+pub const MAX_WORKERS_PER_DEVICE: usize = 64;
+
 /// Everything the daemon can be told. Every field has a default; a TOML
 /// file sets any of them by name (unknown names are an error).
 ///
@@ -102,7 +107,7 @@ pub struct Config {
     #[serde(deserialize_with = "devices_from_toml")]
     pub devices: Option<Vec<i32>>,
     /// Worker threads a GPU (a CPU lane, without GPUs), sharing its memory
-    /// budget. Default 2.
+    /// budget: 1 to [`MAX_WORKERS_PER_DEVICE`]. Default 2.
     pub gpu_workers_per_device: usize,
     /// Host memory for loaded keys and matrices, bytes; past it the least
     /// recently used idle key is evicted. Default: half the host's memory.
@@ -406,8 +411,12 @@ impl Config {
             )));
         }
         self.check_tls()?;
-        if self.gpu_workers_per_device == 0 {
-            return bad("gpu_workers_per_device is 0: give at least 1");
+        if !(1..=MAX_WORKERS_PER_DEVICE).contains(&self.gpu_workers_per_device) {
+            return Err(Error::InvalidArgument(format!(
+                "gpu_workers_per_device is {}: give 1 to {MAX_WORKERS_PER_DEVICE} (2 overlap one \
+                 proof's host work with another's GPU stage; more share the same GPU's memory)",
+                self.gpu_workers_per_device
+            )));
         }
         if !(3..=86_400).contains(&self.lease_secs) {
             return bad("lease_secs outside 3..=86400: a lease is renewed every third of it");
@@ -426,8 +435,15 @@ impl Config {
         }
         if let Some(d) = &self.devices {
             for (i, x) in d.iter().enumerate() {
-                if *x < 0 || d[..i].contains(x) {
-                    return bad("devices: give each CUDA ordinal (0, 1, ...) once");
+                if *x < 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "devices: {x} is not a CUDA ordinal: give 0, 1, ... (or \"cpu\")"
+                    )));
+                }
+                if d[..i].contains(x) {
+                    return Err(Error::InvalidArgument(format!(
+                        "devices: GPU {x} is listed twice: give each CUDA ordinal once"
+                    )));
                 }
             }
         }

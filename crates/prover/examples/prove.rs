@@ -74,8 +74,10 @@ struct Args {
     /// Which circuit.
     #[arg(long, value_enum, default_value = "sha256")]
     circuit: CircuitKind,
-    /// The circuit fills a domain of 2^k (constraints plus public inputs).
-    #[arg(long, default_value_t = 16)]
+    /// The circuit fills a domain of 2^k (constraints plus public inputs):
+    /// 1 to 32 (Fr's roots of unity), as far as host memory allows (the
+    /// PoRep-shaped 2^27 takes about 90 GiB with its key).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=32))]
     log_constraints: u32,
     /// How many proofs (the first includes one-time costs on the GPU).
     #[arg(long, default_value_t = 2)]
@@ -108,10 +110,11 @@ struct Args {
     #[arg(long)]
     batch: bool,
     /// With --batch: GPUs 0..N share the partitions (MultiGpuProver when
-    /// N > 1 or --workers > 1).
+    /// N > 1 or --workers > 1); with --cpu, N lanes on the CPU.
     #[arg(long, default_value_t = 1)]
     devices: usize,
-    /// With --batch: worker threads a GPU, sharing its memory budget.
+    /// With --batch: worker threads a GPU, sharing its memory budget (with
+    /// --cpu, a CPU lane).
     #[arg(long, default_value_t = 1)]
     workers: usize,
     /// Precompute the key's queries on the GPU (faster MSMs for W times
@@ -126,8 +129,10 @@ struct Args {
 }
 
 impl Args {
+    /// A MultiGpuProver (on the CPU with --cpu: `MultiGpuProver::cpu`,
+    /// --devices lanes of --workers workers).
     fn multi(&self) -> bool {
-        self.batch && !self.cpu && (self.devices > 1 || self.workers > 1)
+        self.batch && (self.devices > 1 || self.workers > 1)
     }
 }
 
@@ -325,6 +330,31 @@ fn make_multi(
     r1cs: Option<Arc<SparseR1cs>>,
 ) -> Result<(MultiGpuProver, Baseline)> {
     let t = Instant::now();
+    // As Prover::new, the CPU where no GPU is usable.
+    let no_gpu = match cuzk_field::gpu::device_count() {
+        Ok(0) => Some("the CUDA runtime reports 0 devices".to_string()),
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    };
+    if let (false, Some(why)) = (args.cpu, &no_gpu) {
+        println!("no usable GPU ({why}): proving on the CPU");
+    }
+    if args.cpu || no_gpu.is_some() {
+        let m = MultiGpuProver::cpu(pk, args.devices, args.workers)?
+            .with_check_witness(args.check_witness);
+        println!(
+            "prover: MultiGpuProver::cpu, {} lanes of {} workers, ready in {:.2} s",
+            args.devices,
+            args.workers,
+            t.elapsed().as_secs_f64()
+        );
+        let none = Baseline {
+            memories: Vec::new(),
+            before_prover: Vec::new(),
+            warm: Vec::new(),
+        };
+        return Ok((m, none));
+    }
     let devices: Vec<i32> = (0..args.devices as i32).collect();
     let memories = devices
         .iter()
@@ -393,7 +423,7 @@ fn multi_batch(
     let mut stages: Vec<(i32, usize, Interval, Interval)> = Vec::new();
     for (i, o) in out.into_iter().enumerate() {
         let (proof, timings, device) = o.with_context(|| format!("partition {i}"))?;
-        print!("GPU {device}: ");
+        print!("{}: ", lane_name(multi, device));
         print_timings(i, &timings, None);
         stages.push((
             device,
@@ -408,15 +438,24 @@ fn multi_batch(
         proofs.push(proof);
     }
     println!(
-        "batch: {} partitions on {} GPU(s) x {} workers in {wall:.3} s ({:.3} s a proof, {:.3} \
+        "batch: {} partitions on {} {} x {} workers in {wall:.3} s ({:.3} s a proof, {:.3} \
          proofs/s)",
         jobs.len(),
         multi.devices().len(),
+        if multi.memory(0).is_some() {
+            "GPU(s)"
+        } else {
+            "CPU lane(s)"
+        },
         multi.workers_per_device(),
         wall / jobs.len().max(1) as f64,
         jobs.len() as f64 / wall
     );
     let devices = multi.devices();
+    if multi.memory(0).is_none() {
+        // CPU lanes: no GPU time or device memory to report.
+        return Ok(proofs);
+    }
     for (device, ts) in &per_device {
         // The lane of this device (results come in partition order).
         let lane = devices.iter().position(|d| d == device).unwrap_or(0);
@@ -469,6 +508,15 @@ fn multi_batch(
         }
     }
     Ok(proofs)
+}
+
+/// "GPU d", or "CPU lane d" on a `MultiGpuProver::cpu`.
+fn lane_name(multi: &MultiGpuProver, device: i32) -> String {
+    if multi.memory(0).is_some() {
+        format!("GPU {device}")
+    } else {
+        format!("CPU lane {device}")
+    }
 }
 
 fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
@@ -624,7 +672,12 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
             }
         })?;
     println!(
-        "key: random points, {origin:?} in {:.2} s (proofs are timed, not verified)",
+        "key: random points, {} in {:.2} s (proofs are timed, not verified)",
+        match origin {
+            cuzk_prover::synthetic::KeyOrigin::Read => "read from the cache",
+            cuzk_prover::synthetic::KeyOrigin::Made { written: true } => "made and cached",
+            cuzk_prover::synthetic::KeyOrigin::Made { written: false } => "made (not cached)",
+        },
         t.elapsed().as_secs_f64()
     );
     // The matrices move into one shared copy (the jobs borrow it) that the
@@ -669,6 +722,9 @@ fn main() -> Result<()> {
     let args = Args::parse();
     if args.devices == 0 || args.workers == 0 {
         bail!("--devices and --workers must be at least 1");
+    }
+    if args.proofs == 0 {
+        bail!("--proofs 0: give at least one proof");
     }
     if !args.batch && (args.devices > 1 || args.workers > 1) {
         bail!("--devices and --workers apply to --batch: add --batch");

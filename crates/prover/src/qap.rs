@@ -23,7 +23,13 @@ pub(crate) fn domain_log_size(num_constraints: usize, num_inputs: usize) -> Resu
     let m = num_constraints
         .checked_add(num_inputs)
         .and_then(|m| m.max(1).checked_next_power_of_two())
-        .ok_or_else(|| Error::InvalidArgument("domain size overflows usize".into()))?;
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{num_constraints} constraints and {num_inputs} inputs need a domain beyond usize; \
+                 Fr's roots of unity allow at most 2^{}",
+                cuzk_ntt::MAX_LOG_N
+            ))
+        })?;
     let log_n = m.trailing_zeros();
     if log_n > cuzk_ntt::MAX_LOG_N {
         return Err(Error::InvalidArgument(format!(

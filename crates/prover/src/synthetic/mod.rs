@@ -103,11 +103,14 @@ pub struct RandomCircuit {
 
 impl RandomCircuit {
     /// The largest number of constraints whose domain (with the inputs and
-    /// the constant one) is 2^log_n.
+    /// the constant one) is 2^log_n. A domain that holds no constraint, or
+    /// one beyond Fr's 2^32 roots of unity, makes a circuit whose build
+    /// ([`RandomCircuit::matrices`], synthesis) fails with
+    /// [`Error::InvalidArgument`].
     pub fn fill_domain(log_n: u32, num_inputs: usize, num_unused: usize, seed: u64) -> Self {
         RandomCircuit {
             num_inputs,
-            num_constraints: (1usize << log_n).saturating_sub(num_inputs + 1),
+            num_constraints: domain_less(log_n, num_inputs.saturating_add(1)),
             num_unused,
             seed,
             values_seed: seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -118,6 +121,14 @@ impl RandomCircuit {
     /// [`Piece`]s (built a group at a time on rayon's threads, handed to
     /// `sink` in order), then the unused witnesses.
     fn build(&self, sink: &mut impl Sink) -> Result<()> {
+        if self.num_constraints == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a random circuit of 0 constraints ({} public inputs): give at least one \
+                 (with fill_domain, a domain larger than the inputs and the constant one)",
+                self.num_inputs
+            )));
+        }
+        crate::qap::domain_log_size(self.num_constraints, self.num_inputs.saturating_add(1))?;
         let mut vrng = StdRng::seed_from_u64(self.values_seed);
         // The variables every piece may pick: One and the public inputs.
         let mut inputs: Vec<(Var, Fr)> = vec![(Var::One, Fr::ONE)];
@@ -394,6 +405,15 @@ impl ConstraintSynthesizer<Fr> for RandomCircuit {
             Err(_) => Err(s.err.take().unwrap_or(SynthesisError::Unsatisfiable)),
         }
     }
+}
+
+/// 2^`log_n` less `instance`, saturating: `usize::MAX` where 2^`log_n`
+/// exceeds `usize` (a size that [`crate::qap::domain_log_size`] rejects),
+/// 0 where `instance` fills the domain.
+pub(crate) fn domain_less(log_n: u32, instance: usize) -> usize {
+    1usize
+        .checked_shl(log_n)
+        .map_or(usize::MAX, |n| n.saturating_sub(instance))
 }
 
 /// `count` distinct pseudo-random points of the prime-order subgroup, in

@@ -98,7 +98,7 @@ impl PorepShaped {
 
     /// Constraints: the domain less the instance variables.
     pub fn num_constraints(&self) -> usize {
-        (1usize << self.log_domain).saturating_sub(self.num_inputs + 1)
+        super::domain_less(self.log_domain, self.num_inputs.saturating_add(1))
     }
 
     fn blocks(&self) -> usize {
@@ -106,6 +106,14 @@ impl PorepShaped {
     }
 
     fn check(&self) -> Result<()> {
+        if self.log_domain > cuzk_ntt::MAX_LOG_N {
+            return Err(Error::InvalidArgument(format!(
+                "a PoRep-shaped circuit of 2^{} domain: Fr's roots of unity allow domains up to \
+                 2^{} (the seed workload's is 2^27)",
+                self.log_domain,
+                cuzk_ntt::MAX_LOG_N
+            )));
+        }
         let n = self.num_constraints();
         if n < SEED_BITS + 2 {
             return Err(Error::InvalidArgument(format!(
