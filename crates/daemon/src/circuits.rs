@@ -199,11 +199,7 @@ impl Registry {
     /// [`Error::NotFound`] naming the directories searched; an id that is
     /// not a plain name is [`Error::InvalidArgument`].
     pub fn dir(&self, id: &str) -> Result<PathBuf> {
-        if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
-            return Err(Error::InvalidArgument(format!(
-                "circuit id `{id}`: give the name of a circuit directory (no slashes)"
-            )));
-        }
+        check_id(id)?;
         self.key_dirs
             .iter()
             .map(|d| d.join(id))
@@ -469,13 +465,29 @@ fn check_agree(id: &str, pk: &ProvingKey, r1cs: &cuzk_prover::r1cs_file::R1csFil
     Ok(())
 }
 
+/// Checks that circuit id `id` names a directory inside a key directory:
+/// not empty, no slash or backslash, not starting with a dot.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] saying what to give.
+fn check_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+        return Err(Error::InvalidArgument(format!(
+            "circuit id `{id}`: give the name of a circuit directory (no slashes, not starting \
+             with a dot)"
+        )));
+    }
+    Ok(())
+}
+
 /// Writes circuit `id`'s directory under `key_dir` for a synthesized
 /// circuit: the R1CS matrices of `synthesized` and a key from
 /// ark-groth16's setup of `circuit` (the same circuit) with `rng`.
 ///
 /// # Errors
 /// [`Error::Io`] when the files cannot be written; [`Error::Prover`] when
-/// the setup fails.
+/// the setup fails; [`Error::InvalidArgument`] for an id that is not a
+/// plain directory name.
 pub fn keygen<C, R>(
     key_dir: &Path,
     id: &str,
@@ -489,6 +501,7 @@ where
 {
     use ark_groth16::Groth16;
     use ark_std::rand::SeedableRng;
+    check_id(id)?;
     let dir = key_dir.join(id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
@@ -512,7 +525,8 @@ where
 ///
 /// # Errors
 /// [`Error::Io`] when the files cannot be written; [`Error::Prover`] for a
-/// domain too small.
+/// domain too small or beyond Fr's 2^32; [`Error::InvalidArgument`] for
+/// an id that is not a plain directory name.
 pub fn keygen_porep<R: rand::RngCore>(
     key_dir: &Path,
     id: &str,
@@ -521,11 +535,12 @@ pub fn keygen_porep<R: rand::RngCore>(
     rng: &mut R,
 ) -> Result<PathBuf> {
     use cuzk_prover::synthetic::PorepShaped;
+    check_id(id)?;
+    let w = PorepShaped::new(log_domain, 1, seed).matrices()?;
+    let pk = PorepShaped::random_key(&w, rng)?;
     let dir = key_dir.join(id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-    let w = PorepShaped::new(log_domain, 1, seed).matrices()?;
-    let pk = PorepShaped::random_key(&w, rng)?;
     write_dir(&dir, &pk, &w)?;
     let marker = dir.join(RANDOM_KEY_FILE);
     std::fs::write(
@@ -595,6 +610,22 @@ pub fn read_vk(dir: &Path) -> Result<ark_groth16::VerifyingKey<ark_bls12_381::Bl
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    /// An id that would leave the key directory, and a domain beyond Fr's
+    /// 2^32, are refused before anything is written.
+    #[test]
+    fn keygen_refuses_bad_ids_and_domains() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for id in ["../escape", "a/b", ".hidden", ""] {
+            let e = keygen_porep(dir.path(), id, 10, 1, &mut rng).unwrap_err();
+            assert!(e.to_string().contains("no slashes"), "{id}: {e}");
+        }
+        let e = keygen_porep(dir.path(), "big", 99, 1, &mut rng).unwrap_err();
+        assert!(e.to_string().contains("up to 2^32"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(porep_witness(64, 1, 0).is_err());
+    }
 
     fn registry(dir: &Path) -> Registry {
         Registry::new(

@@ -433,6 +433,17 @@ impl Config {
         if self.max_queued_jobs == 0 {
             return bad("max_queued_jobs is 0: no job could be accepted");
         }
+        let url = self.database_url.trim();
+        if !url.is_empty()
+            && !["sqlite:", "postgres:", "postgresql:"]
+                .iter()
+                .any(|s| url.starts_with(s))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "database_url `{url}`: give sqlite://PATH or postgres://USER@HOST/DB (or nothing: \
+                 SQLite in data_dir)"
+            )));
+        }
         if let Some(d) = &self.devices {
             for (i, x) in d.iter().enumerate() {
                 if *x < 0 {
@@ -448,6 +459,34 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+impl Config {
+    /// Checks that every GPU in `devices` is present (below the CUDA
+    /// runtime's device count); nothing for the CPU path (`Some([])`) or
+    /// the default (every GPU).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the missing GPU, or saying why no
+    /// GPU is usable (a CPU-only build, no driver), with what to give.
+    pub fn check_devices(&self) -> Result<()> {
+        let Some(d) = self.devices.as_ref().filter(|d| !d.is_empty()) else {
+            return Ok(());
+        };
+        let n = cuzk_field::gpu::device_count().map_err(|e| {
+            Error::InvalidArgument(format!(
+                "devices {d:?}: no GPU is usable ({e}); give devices = \"cpu\" (--devices cpu) \
+                 for the CPU path"
+            ))
+        })?;
+        match d.iter().find(|&&x| x as usize >= n) {
+            Some(x) => Err(Error::InvalidArgument(format!(
+                "devices: GPU {x} is not here: the CUDA runtime reports {n} device(s) (0..{n}); \
+                 give ordinals below {n}, or \"cpu\""
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -521,11 +560,69 @@ mod tests {
         std::fs::write(&p, "listn = \"x\"\n").unwrap();
         let e = Config::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("listn"), "{e}");
+        for (devices, says) in [
+            (vec![0, 0], "GPU 0 is listed twice"),
+            (vec![-1], "-1 is not a CUDA ordinal"),
+        ] {
+            let c = Config {
+                devices: Some(devices),
+                ..Config::default()
+            };
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    /// Worker counts outside 1..=MAX_WORKERS_PER_DEVICE and a store URL of
+    /// an unknown scheme are refused, naming the setting.
+    #[test]
+    fn workers_and_store_url_in_range() {
+        for w in [0, MAX_WORKERS_PER_DEVICE + 1, 100_000] {
+            let c = Config {
+                gpu_workers_per_device: w,
+                ..Config::default()
+            };
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.contains("gpu_workers_per_device") && e.contains("give 1 to"),
+                "{e}"
+            );
+        }
+        for w in [1, MAX_WORKERS_PER_DEVICE] {
+            Config {
+                gpu_workers_per_device: w,
+                ..Config::default()
+            }
+            .validate()
+            .unwrap();
+        }
         let c = Config {
-            devices: Some(vec![0, 0]),
+            database_url: "mysql://x".into(),
             ..Config::default()
         };
-        assert!(c.validate().is_err());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("database_url `mysql://x`"), "{e}");
+        for ok in [
+            "sqlite:///tmp/j.db",
+            "postgres://u@h/d",
+            "postgresql://u@h/d",
+        ] {
+            Config {
+                database_url: ok.into(),
+                ..Config::default()
+            }
+            .validate()
+            .unwrap();
+        }
+        // The CPU path and the default check no GPU.
+        for devices in [None, Some(vec![])] {
+            Config {
+                devices,
+                ..Config::default()
+            }
+            .check_devices()
+            .unwrap();
+        }
     }
 
     #[test]

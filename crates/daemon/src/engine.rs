@@ -210,7 +210,8 @@ impl Engine {
     /// back to the queue. Call from a multi-threaded tokio runtime.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a bad setting, an empty token file or
+    /// [`Error::InvalidArgument`] for a bad setting, a GPU of `devices`
+    /// that is not here ([`Config::check_devices`]), an empty token file or
     /// a TLS file without its certificate or key; [`Error::Io`] when the
     /// token file or a TLS file cannot be read, the data directories
     /// cannot be made, or an assignment directory cannot be opened;
@@ -218,6 +219,7 @@ impl Engine {
     /// when a device's memory cannot be set up.
     pub async fn start(config: Config) -> Result<Arc<Engine>> {
         config.validate()?;
+        config.check_devices()?;
         // Before anything else starts: a bad token or TLS file fails the
         // start.
         let auth_token = config.auth_token()?;

@@ -26,12 +26,13 @@ pub enum Error {
     #[error("job store: {0}")]
     Store(#[from] sqlx::Error),
     /// A file could not be read or written.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What the daemon was doing, with the path.
         what: String,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The operating system's error, in the message (not a `source`,
+        /// which error reports would print a second time).
+        error: std::io::Error,
     },
     /// The prover failed.
     #[error("prover: {0}")]
@@ -46,7 +47,7 @@ impl Error {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             what: what.into(),
-            source,
+            error: source,
         }
     }
 }

@@ -379,7 +379,10 @@ pub async fn serve_bound(
         let stop = stopped(rx.clone());
         tokio::spawn(async move { crate::metrics::serve_on(e, listener, stop).await })
     });
-    let max = engine.config().max_inline_bytes as usize + (1 << 20);
+    // A message holds an inline assignment (up to max_inline_bytes) or a
+    // stream's chunk (the cuzk client's are 4 MiB), whatever
+    // max_inline_bytes is, and 1 MiB for the rest of the message.
+    let max = (engine.config().max_inline_bytes as usize).max(8 << 20) + (1 << 20);
     let svc = pb::prover_server::ProverServer::new(ProverService::new(engine.clone()))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);

@@ -77,7 +77,7 @@ struct Args {
     #[arg(long = "assignment-dir", value_name = "DIR")]
     assignment_dirs: Vec<PathBuf>,
     /// CUDA ordinals, comma-separated; `cpu` for the CPU path.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     devices: Option<String>,
     /// Worker threads a GPU.
     #[arg(long)]
@@ -242,6 +242,7 @@ async fn main() -> anyhow::Result<()> {
         use std::io::Write;
         // What a start checks before it opens the store.
         c.validate()?;
+        c.check_devices()?;
         c.auth_token()?;
         c.tls()?;
         c.resolved_assignment_dirs()?;

@@ -13,7 +13,7 @@ use cuzk_daemon::pb::{self, prover_client::ProverClient};
 use cuzk_daemon::tls::error_chain;
 use cuzk_daemon::{circuits, Assignment, AuthToken, Priority};
 use cuzk_prover::circuits::Sha256Chain;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
@@ -174,15 +174,22 @@ enum Cmd {
         /// The key directory: the circuit's files go to KEY_DIR/ID/.
         #[arg(long)]
         key_dir: PathBuf,
-        /// Circuit id; default sha256-chain-ROUNDS or porep-2^LOG.
+        /// Circuit id (a directory name: no slashes); default
+        /// sha256-chain-ROUNDS or porep-2^LOG.
         #[arg(long)]
         id: Option<String>,
-        #[arg(long, default_value_t = 1)]
+        /// SHA-256 compressions in the chain (at least 1).
+        #[arg(
+            long,
+            default_value_t = 1,
+            value_parser = at_least_one
+        )]
         rounds: usize,
         /// Instead of the SHA-256 chain: a PoRep-shaped circuit of this
-        /// log2 domain with a random-point key (for benchmarks: its proofs
-        /// do not verify).
-        #[arg(long)]
+        /// log2 domain (1 to 32, as far as host memory allows: the seed
+        /// workload's 2^27 has a key of about 47 GiB) with a random-point
+        /// key (for benchmarks: its proofs do not verify).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
         porep_log_domain: Option<u32>,
         /// Structure seed of the PoRep-shaped circuit.
         #[arg(long, default_value_t = 1)]
@@ -197,22 +204,33 @@ enum Cmd {
     /// partition `--partition` of the circuit `keygen --porep-log-domain`
     /// wrote with the same log domain and seed.
     WitnessPorep {
-        #[arg(long)]
+        /// The circuit's log2 domain, as given to `keygen
+        /// --porep-log-domain` (1 to 32).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
         log_domain: u32,
+        /// The circuit's structure seed, as given to `keygen --seed`.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Which partition: partitions differ in their witness values.
         #[arg(long, default_value_t = 0)]
         partition: u64,
+        /// Where to write the assignment (cuzk's assignment file format).
         #[arg(long)]
         out: PathBuf,
     },
     /// Write the assignment of a SHA-256 chain (local).
     Witness {
-        #[arg(long, default_value_t = 1)]
+        /// SHA-256 compressions in the chain, as given to `keygen --rounds`.
+        #[arg(
+            long,
+            default_value_t = 1,
+            value_parser = at_least_one
+        )]
         rounds: usize,
         /// The 32-byte preimage, hex.
         #[arg(long)]
         preimage: String,
+        /// Where to write the assignment (cuzk's assignment file format).
         #[arg(long)]
         out: PathBuf,
     },
@@ -254,6 +272,9 @@ async fn client(conn: &Connection) -> Result<Client> {
              --addr {addr} is not https://: give --addr https://HOST:PORT for a daemon serving \
              TLS, or drop them"
         );
+    }
+    if !addr.starts_with("unix:") && !addr.contains("://") {
+        bail!("--addr {addr}: give http://{addr} (https:// for a daemon serving TLS) or unix:PATH");
     }
     let channel = match addr.strip_prefix("unix:") {
         Some(path) => {
@@ -365,33 +386,67 @@ async fn submit(c: &mut Client, a: &SubmitArgs) -> Result<String> {
     } else if len <= INLINE_MAX {
         let bytes = std::fs::read(&a.assignment)
             .with_context(|| format!("reading {}", a.assignment.display()))?;
-        c.submit_proof(pb::SubmitProofRequest {
-            circuit_id: a.circuit.clone(),
-            priority: prio,
-            idempotency_key: a.key.clone(),
-            assignment: Some(pb::submit_proof_request::Assignment::Inline(bytes)),
-        })
-        .await?
+        let inline = c
+            .submit_proof(pb::SubmitProofRequest {
+                circuit_id: a.circuit.clone(),
+                priority: prio,
+                idempotency_key: a.key.clone(),
+                assignment: Some(pb::submit_proof_request::Assignment::Inline(bytes)),
+            })
+            .await;
+        match inline {
+            Ok(r) => r,
+            // A daemon whose max_inline_bytes is below this file: no job
+            // was made, and a stream takes any size.
+            Err(s) if inline_refused(&s) => submit_stream(c, a, prio, len).await?,
+            Err(s) => return Err(s.into()),
+        }
     } else {
-        let header = pb::SubmitProofChunk {
-            part: Some(pb::submit_proof_chunk::Part::Header(
-                pb::SubmitProofHeader {
-                    circuit_id: a.circuit.clone(),
-                    priority: prio,
-                    idempotency_key: a.key.clone(),
-                    assignment_bytes: len,
-                },
-            )),
-        };
-        let path = a.assignment.clone();
-        let chunks = async_stream(path, header)?;
-        c.submit_proof_stream(chunks).await?
+        submit_stream(c, a, prio, len).await?
     };
     let r = r.into_inner();
     if r.duplicate {
         eprintln!("idempotency key already used: job {}", r.job_id);
     }
     Ok(r.job_id)
+}
+
+/// A count of 1 or more (clap's parser of `--rounds`).
+fn at_least_one(v: &str) -> std::result::Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(0) => Err("give at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}: give a whole number, at least 1")),
+    }
+}
+
+/// Whether the daemon refused an inline assignment for its size (above
+/// its max_inline_bytes, or its gRPC message limit).
+fn inline_refused(s: &tonic::Status) -> bool {
+    s.code() == tonic::Code::OutOfRange
+        || (s.code() == tonic::Code::InvalidArgument && s.message().contains("max_inline_bytes"))
+}
+
+/// Submits `a`'s assignment (`len` bytes) as a stream: a header, then the
+/// file in chunks.
+async fn submit_stream(
+    c: &mut Client,
+    a: &SubmitArgs,
+    prio: i32,
+    len: u64,
+) -> Result<tonic::Response<pb::SubmitProofResponse>> {
+    let header = pb::SubmitProofChunk {
+        part: Some(pb::submit_proof_chunk::Part::Header(
+            pb::SubmitProofHeader {
+                circuit_id: a.circuit.clone(),
+                priority: prio,
+                idempotency_key: a.key.clone(),
+                assignment_bytes: len,
+            },
+        )),
+    };
+    let chunks = async_stream(a.assignment.clone(), header)?;
+    Ok(c.submit_proof_stream(chunks).await?)
 }
 
 /// The header, then the file in chunks of 4 MiB.
@@ -661,6 +716,20 @@ async fn run(cli: Cli) -> Result<()> {
             timeout_ms,
             out,
         } => {
+            // A proof that cannot be written is found out before it is made.
+            if let Some(dir) = out.as_deref().map(|o| o.parent().unwrap_or(Path::new(""))) {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                if !dir.is_dir() {
+                    bail!(
+                        "--out: {} is not a directory: give a path in an existing directory",
+                        dir.display()
+                    );
+                }
+            }
             let mut c = client(&cli.conn).await?;
             let job = submit(&mut c, &a).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;

@@ -546,6 +546,34 @@ mod tests {
     use ark_ec::AffineRepr;
     use rand_chacha::ChaCha20Rng;
 
+    /// Domains that hold no constraint or lie beyond Fr's 2^32 roots of
+    /// unity (2^64 and above included, which do not fit a usize) are
+    /// errors before anything is built.
+    #[test]
+    fn bad_domains_are_errors() {
+        for (log_n, says) in [
+            (0, "0 constraints"),
+            (3, "0 constraints"),
+            (33, "more than Fr's 2^32"),
+            (40, "more than Fr's 2^32"),
+            (64, "beyond usize"),
+            (99, "beyond usize"),
+        ] {
+            let e = RandomCircuit::fill_domain(log_n, 8, 0, 1)
+                .matrices()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "2^{log_n}: {e}");
+        }
+        for log_n in [33, 64, 99] {
+            let e = PorepShaped::new(log_n, 1, 1)
+                .matrices()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("up to 2^32"), "2^{log_n}: {e}");
+        }
+    }
+
     /// Over several pieces (a partial last one), the matrices built
     /// directly are ark-relations' synthesis of the same circuit (the same
     /// assignment, the same rows up to the order of their terms), the
