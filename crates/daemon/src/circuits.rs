@@ -470,7 +470,7 @@ fn check_agree(id: &str, pk: &ProvingKey, r1cs: &cuzk_prover::r1cs_file::R1csFil
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] saying what to give.
-fn check_id(id: &str) -> Result<()> {
+pub fn check_id(id: &str) -> Result<()> {
     if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
         return Err(Error::InvalidArgument(format!(
             "circuit id `{id}`: give the name of a circuit directory (no slashes, not starting \

@@ -433,15 +433,17 @@ impl Config {
         if self.max_queued_jobs == 0 {
             return bad("max_queued_jobs is 0: no job could be accepted");
         }
-        let url = self.database_url.trim();
+        let url = &self.database_url;
         if !url.is_empty()
             && !["sqlite:", "postgres:", "postgresql:"]
                 .iter()
                 .any(|s| url.starts_with(s))
         {
+            // The scheme only: the rest may hold a password.
+            let scheme = url.split_once(':').map_or("none", |(s, _)| s);
             return Err(Error::InvalidArgument(format!(
-                "database_url `{url}`: give sqlite://PATH or postgres://USER@HOST/DB (or nothing: \
-                 SQLite in data_dir)"
+                "database_url of scheme `{scheme}`: give sqlite://PATH or \
+                 postgres://USER@HOST/DB (or nothing: SQLite in data_dir)"
             )));
         }
         if let Some(d) = &self.devices {
@@ -480,7 +482,13 @@ impl Config {
                  for the CPU path"
             ))
         })?;
-        match d.iter().find(|&&x| x as usize >= n) {
+        match d
+            .iter()
+            .find(|&&x| usize::try_from(x).map_or(true, |x| x >= n))
+        {
+            Some(x) if n == 0 => Err(Error::InvalidArgument(format!(
+                "devices: GPU {x} is not here: the CUDA runtime finds no GPU; give \"cpu\""
+            ))),
             Some(x) => Err(Error::InvalidArgument(format!(
                 "devices: GPU {x} is not here: the CUDA runtime reports {n} device(s) (0..{n}); \
                  give ordinals below {n}, or \"cpu\""
@@ -601,7 +609,7 @@ mod tests {
             ..Config::default()
         };
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("database_url `mysql://x`"), "{e}");
+        assert!(e.contains("database_url of scheme `mysql`"), "{e}");
         for ok in [
             "sqlite:///tmp/j.db",
             "postgres://u@h/d",

@@ -334,10 +334,14 @@ fn make_multi(
     let no_gpu = match cuzk_field::gpu::device_count() {
         Ok(0) => Some("the CUDA runtime reports 0 devices".to_string()),
         Ok(_) => None,
-        Err(e) => Some(e.to_string()),
+        Err(e) if e.is_no_gpu() => Some(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
     if let (false, Some(why)) = (args.cpu, &no_gpu) {
         println!("no usable GPU ({why}): proving on the CPU");
+    }
+    if (args.cpu || no_gpu.is_some()) && (args.witness_pass || args.stream_nonzero_bases) {
+        println!("--witness-pass and --stream-nonzero-bases are GPU options: ignored on the CPU");
     }
     if args.cpu || no_gpu.is_some() {
         let m = MultiGpuProver::cpu(pk, args.devices, args.workers)?
@@ -643,6 +647,9 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     } else {
         RandomCircuit::fill_domain(k, 8, 0, args.seed).matrices()?
     };
+    if w.matrices.num_constraints == 0 {
+        bail!("a domain of 2^{k} holds only the public inputs: give --log-constraints 4 or more");
+    }
     println!(
         "circuit: {}, {} constraints, {} variables, {:.1}% of the witness 0 or 1, domain 2^{k}, \
          built in {:.2} s",

@@ -411,6 +411,26 @@ async fn submit(c: &mut Client, a: &SubmitArgs) -> Result<String> {
     Ok(r.job_id)
 }
 
+/// Checks, before a proof is made or awaited, that `--out` names a file in
+/// an existing directory.
+fn check_out(out: Option<&Path>) -> Result<()> {
+    let Some(out) = out else { return Ok(()) };
+    if out.as_os_str().to_string_lossy().ends_with('/') || out.is_dir() {
+        bail!("--out {}: give a file name, not a directory", out.display());
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--out: {} is not a directory: give a path in an existing directory",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// A count of 1 or more (clap's parser of `--rounds`).
 fn at_least_one(v: &str) -> std::result::Result<usize, String> {
     match v.parse::<usize>() {
@@ -708,6 +728,7 @@ async fn run(cli: Cli) -> Result<()> {
             timeout_ms,
             out,
         } => {
+            check_out(out.as_deref())?;
             let mut c = client(&cli.conn).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
         }
@@ -716,20 +737,7 @@ async fn run(cli: Cli) -> Result<()> {
             timeout_ms,
             out,
         } => {
-            // A proof that cannot be written is found out before it is made.
-            if let Some(dir) = out.as_deref().map(|o| o.parent().unwrap_or(Path::new(""))) {
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                if !dir.is_dir() {
-                    bail!(
-                        "--out: {} is not a directory: give a path in an existing directory",
-                        dir.display()
-                    );
-                }
-            }
+            check_out(out.as_deref())?;
             let mut c = client(&cli.conn).await?;
             let job = submit(&mut c, &a).await?;
             await_and_report(&mut c, job, timeout_ms, out.as_ref()).await?;
@@ -798,6 +806,7 @@ async fn run(cli: Cli) -> Result<()> {
             ..
         } => {
             let id = id.unwrap_or_else(|| format!("porep-2^{log}"));
+            circuits::check_id(&id)?;
             refuse_overwrite(&key_dir, &id, force)?;
             let dir = circuits::keygen_porep(&key_dir, &id, log, seed, &mut rand::rngs::OsRng)?;
             say!(
@@ -828,6 +837,7 @@ async fn run(cli: Cli) -> Result<()> {
             ..
         } => {
             let id = id.unwrap_or_else(|| format!("sha256-chain-{rounds}"));
+            circuits::check_id(&id)?;
             refuse_overwrite(&key_dir, &id, force)?;
             let circuit = Sha256Chain::new([0u8; 32], rounds);
             let syn = cuzk_prover::synthesize(circuit.clone(), false)?;

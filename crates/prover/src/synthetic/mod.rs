@@ -103,10 +103,11 @@ pub struct RandomCircuit {
 
 impl RandomCircuit {
     /// The largest number of constraints whose domain (with the inputs and
-    /// the constant one) is 2^log_n. A domain that holds no constraint, or
-    /// one beyond Fr's 2^32 roots of unity, makes a circuit whose build
-    /// ([`RandomCircuit::matrices`], synthesis) fails with
-    /// [`Error::InvalidArgument`].
+    /// the constant one) is 2^log_n: none where the inputs fill it (a valid
+    /// circuit of inputs only). A domain beyond Fr's 2^32 roots of unity
+    /// makes a circuit whose build fails ([`RandomCircuit::matrices`] with
+    /// [`Error::InvalidArgument`], ark-relations' synthesis with
+    /// `SynthesisError::Unsatisfiable`).
     pub fn fill_domain(log_n: u32, num_inputs: usize, num_unused: usize, seed: u64) -> Self {
         RandomCircuit {
             num_inputs,
@@ -121,13 +122,6 @@ impl RandomCircuit {
     /// [`Piece`]s (built a group at a time on rayon's threads, handed to
     /// `sink` in order), then the unused witnesses.
     fn build(&self, sink: &mut impl Sink) -> Result<()> {
-        if self.num_constraints == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "a random circuit of 0 constraints ({} public inputs): give at least one \
-                 (with fill_domain, a domain larger than the inputs and the constant one)",
-                self.num_inputs
-            )));
-        }
         crate::qap::domain_log_size(self.num_constraints, self.num_inputs.saturating_add(1))?;
         let mut vrng = StdRng::seed_from_u64(self.values_seed);
         // The variables every piece may pick: One and the public inputs.
@@ -232,7 +226,8 @@ impl RandomCircuit {
     /// row. Linear in the number of constraints.
     ///
     /// # Errors
-    /// None in practice (the circuit is well formed); kept for symmetry.
+    /// [`Error::InvalidArgument`] when the constraints and inputs need a
+    /// domain beyond Fr's 2^32 roots of unity.
     pub fn matrices(&self) -> Result<Synthesized> {
         let t = Instant::now();
         struct M {
@@ -546,14 +541,14 @@ mod tests {
     use ark_ec::AffineRepr;
     use rand_chacha::ChaCha20Rng;
 
-    /// Domains that hold no constraint or lie beyond Fr's 2^32 roots of
-    /// unity (2^64 and above included, which do not fit a usize) are
-    /// errors before anything is built.
+    /// Domains beyond Fr's 2^32 roots of unity (2^64 and above included,
+    /// which do not fit a usize) are errors before anything is built; a
+    /// domain the inputs fill is a circuit of inputs only.
     #[test]
     fn bad_domains_are_errors() {
+        let inputs_only = RandomCircuit::fill_domain(1, 3, 7, 1).matrices().unwrap();
+        assert_eq!(inputs_only.matrices.num_constraints, 0);
         for (log_n, says) in [
-            (0, "0 constraints"),
-            (3, "0 constraints"),
             (33, "more than Fr's 2^32"),
             (40, "more than Fr's 2^32"),
             (64, "beyond usize"),
