@@ -7,8 +7,8 @@
 # wait on: the bench (bench-start) or a queue of phases (queue-start).
 #
 #   ./run-session tests          CUZK_REQUIRE_GPU=1 ./run-tests (LIMIT + 10
-#                                s cap); TESTS_FIRST="ntt prover": the
-#                                same executables, those named first
+#                                s cap); TESTS_FIRST="ntt prover": those
+#                                executables first
 #   ./run-session bench          ./run-bench --full (or $BENCH_ARGS) in the
 #                                foreground (LIMIT cap)
 #   ./run-session bench-start    the same in the background, then waits as
@@ -138,29 +138,9 @@ case "${1:-}" in
         exit $rc
         ;;
     tests)
-        if [ -z "${TESTS_FIRST:-}" ]; then
-            CUZK_REQUIRE_GPU=1 timeout "$((LIMIT + 10))" ./run-tests --test-threads 2 > "$OUT/tests.log" 2>&1
-            rc=$?
-        else
-            # What ./run-tests does, with the executables in TESTS_FIRST
-            # first (those a cut-off run left out), then every other one.
-            order=()
-            for t in $TESTS_FIRST; do order+=("tests/$t"); done
-            for t in tests/*; do
-                case " $TESTS_FIRST " in *" ${t#tests/} "*) ;; *) order+=("$t") ;; esac
-            done
-            # shellcheck disable=SC2016
-            CUZK_REQUIRE_GPU=1 timeout "$((LIMIT + 10))" bash -c '
-                pass=0; fail=0; failed=()
-                for t in "$@"; do
-                    echo "=== $t"
-                    if "$t" --include-ignored --test-threads 2; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
-                done
-                echo "failed executables: ${failed[*]:-none}"
-                echo "$pass passed, $fail failed"
-                [ "$fail" -eq 0 ]' tests "${order[@]}" > "$OUT/tests.log" 2>&1
-            rc=$?
-        fi
+        # TESTS_FIRST (if set) passes through to ./run-tests.
+        CUZK_REQUIRE_GPU=1 timeout "$((LIMIT + 10))" ./run-tests --test-threads 2 > "$OUT/tests.log" 2>&1
+        rc=$?
         grep -E "^test result|FAILED|panicked|passed, .* failed" "$OUT/tests.log" | tail -40
         exit $rc
         ;;

@@ -113,10 +113,16 @@ const RUN_TESTS: &str = r#"#!/usr/bin/env bash
 # (--include-ignored: they are `#[ignore = "needs a GPU"]`), with
 # CUZK_REQUIRE_GPU=1: a GPU test that cannot find a GPU fails.
 # Usage: ./run-tests [extra args for each test binary, e.g. a name filter]
+# TESTS_FIRST="ntt prover": those executables first, then the others.
 cd "$(dirname "$0")"
 export CUZK_REQUIRE_GPU=1
-pass=0; fail=0; failed=()
+order=()
+for t in ${TESTS_FIRST:-}; do order+=("tests/$t"); done
 for t in tests/*; do
+  case " ${TESTS_FIRST:-} " in *" ${t#tests/} "*) ;; *) order+=("$t") ;; esac
+done
+pass=0; fail=0; failed=()
+for t in "${order[@]}"; do
   echo "=== $t"
   if "$t" --include-ignored "$@"; then pass=$((pass+1)); else fail=$((fail+1)); failed+=("$t"); fi
 done
