@@ -48,6 +48,14 @@ mkdir -p "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv \
     > "$OUT/gpu.csv" 2>&1
 
+# The bench's progress lines (every step with its start time, and the
+# indented notes under them), without its tables, into $1/bench-progress.log:
+# the tail alone loses the early steps that time a layer.
+progress() {
+    [ -e "$WORK/bench.log" ] &&
+        grep -v -E '^(│|├|└|┌|╞|╘|╭|╰)' "$WORK/bench.log" > "$1/bench-progress.log"
+}
+
 wait_bench() {
     local limit=${WAIT:-560} t=0
     while [ -e "$WORK/bench.pid" ] && kill -0 "$(cat "$WORK/bench.pid")" 2>/dev/null; do
@@ -58,6 +66,7 @@ wait_bench() {
         [ -e "$WORK/report/$f" ] && cp "$WORK/report/$f" "$OUT/"
     done
     tail -n 200 "$WORK/bench.log" > "$OUT/bench-tail.log" 2>/dev/null
+    progress "$OUT"
     if kill -0 "$(cat "$WORK/bench.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
         echo "run-session: the bench still runs (call bench-wait again)"
         return 3
@@ -87,6 +96,7 @@ wait_queue() {
         [ -e "$WORK/report/$f" ] && cp "$WORK/report/$f" "$OUT/"
     done
     [ -e "$WORK/bench.log" ] && tail -n 300 "$WORK/bench.log" > "$q/out/bench-tail.log"
+    progress "$q/out"
     mkdir -p "$q/out/plots" && cp "$WORK"/report/*.svg "$q/out/plots/" 2>/dev/null
     tar -C "$q" -czf "$OUT/logs.tar.gz" out 2>/dev/null
     cat "$q/status.txt" 2>/dev/null

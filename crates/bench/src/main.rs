@@ -69,6 +69,7 @@ fn main() -> Result<()> {
         figures: Vec::new(),
         batches: Vec::new(),
         checks: Checks::new(run.seed, args.inject_mismatch.clone()),
+        layer_seconds: Vec::new(),
     };
     // The layers run so far, as report.partial.json's `layers_done` names
     // them (a layer that stopped on an error says so).
@@ -85,7 +86,11 @@ fn main() -> Result<()> {
         // A layer that stops on an error fails the run as a mismatch does,
         // and the layers after it still run: one broken kernel does not
         // hide the figures and checks of the others.
+        let t = std::time::Instant::now();
         let outcome = bench_layer(layer, &run, &mut rec, &flush);
+        let secs = t.elapsed().as_secs_f64();
+        rec.layer_seconds.push((layer.clone(), secs));
+        progress::say(format!("cuzk-bench: layer {layer} took {secs:.1} s"));
         if let Err(e) = outcome {
             let name = LAYERS
                 .iter()

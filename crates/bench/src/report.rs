@@ -83,6 +83,9 @@ pub(crate) struct Record {
     pub(crate) batches: Vec<Batch>,
     /// Correctness checks, in the order run.
     pub(crate) checks: Checks,
+    /// Each layer run so far and its wall time in seconds (setup, figures
+    /// and checks together), in the order run.
+    pub(crate) layer_seconds: Vec<(String, f64)>,
 }
 
 impl Record {
@@ -204,6 +207,11 @@ pub(crate) fn to_json(machine: &Machine, cuda_compiled: bool, seed: u64, rec: &R
         "figures": rows,
         "batches": batches,
         "checks": checks,
+        "layers": rec
+            .layer_seconds
+            .iter()
+            .map(|(l, s)| json!({ "layer": l, "wall_s": s }))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -384,6 +392,7 @@ pub(crate) mod tests {
             figures,
             batches: vec![sample_batch()],
             checks,
+            layer_seconds: vec![("ntt".into(), 12.5)],
         }
     }
 
@@ -416,6 +425,8 @@ pub(crate) mod tests {
         assert_eq!(v["checks"][0]["verdict"], "equal");
         assert_eq!(v["checks"][1]["why"], "too slow");
         assert_eq!(v["checks"][1]["seed"], 7);
+        assert_eq!(v["layers"][0]["layer"], "ntt");
+        assert_eq!(v["layers"][0]["wall_s"], 12.5);
         // Round trip through text, as the file is read back.
         validate(&serde_json::from_str(&serde_json::to_string_pretty(&v).unwrap()).unwrap())
             .unwrap();

@@ -146,8 +146,22 @@ pub(crate) fn verdict_line(rec: &Record, seed: u64) -> String {
     )
 }
 
-/// report.md: the machine, the verdict, the figures and checks as Markdown
-/// tables, and the plots (`plots`: Markdown image lines).
+/// report.md's line of each layer's wall time (empty when none ran).
+fn layers_line(rec: &Record) -> String {
+    if rec.layer_seconds.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = rec
+        .layer_seconds
+        .iter()
+        .map(|(l, s)| format!("{l} {s:.1} s"))
+        .collect();
+    format!("- Layers, wall time: {}\n", each.join(", "))
+}
+
+/// report.md: the machine, the verdict, each layer's wall time, the
+/// figures and checks as Markdown tables, and the plots (`plots`: Markdown
+/// image lines).
 pub(crate) fn markdown(machine: &Machine, seed: u64, rec: &Record, plots: &[String]) -> String {
     let figs = &rec.figures;
     let figures = md_table(
@@ -176,7 +190,7 @@ pub(crate) fn markdown(machine: &Machine, seed: u64, rec: &Record, plots: &[Stri
     format!(
         "# cuzk benchmark report\n\n\
          **{}**\n\n\
-         - GPU: {} (driver {})\n- CPU: {} ({} threads)\n- Commit: {}, started {}\n\n\
+         - GPU: {} (driver {})\n- CPU: {} ({} threads)\n- Commit: {}, started {}\n{}\n\
          ## Figures\n\n{figures}\n\
          {batches}\
          ## Checks\n\n\
@@ -189,6 +203,7 @@ pub(crate) fn markdown(machine: &Machine, seed: u64, rec: &Record, plots: &[Stri
         machine.cpu_threads,
         machine.commit,
         machine.date,
+        layers_line(rec),
         if plots.is_empty() {
             String::new()
         } else {
@@ -220,9 +235,14 @@ mod tests {
             figures,
             batches: vec![crate::report::tests::sample_batch()],
             checks,
+            layer_seconds: vec![("ntt".into(), 12.5), ("prover".into(), 581.04)],
         };
         let md = markdown(&m, 9, &rec, &[]);
         assert!(md.contains("## Batches"), "{md}");
+        assert!(
+            md.contains("- Layers, wall time: ntt 12.5 s, prover 581.0 s\n"),
+            "{md}"
+        );
         assert!(
             md.contains("| Groth16 proof 2^24 | 10 x 2 | 16.00 GiB | 1.200 | 0.833 | 93.0% |"),
             "{md}"
