@@ -15,6 +15,9 @@ use cuzk_supraseal_peer::write_params;
 /// The peer's name in checks and figures.
 pub(crate) const SUPRASEAL: &str = "supraseal-c2 0.1.2";
 
+/// Whether this run has started the peer once already (see [`compare`]).
+static WARMED_UP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Removes its files however the comparison ends.
 struct Scratch(Vec<std::path::PathBuf>);
 
@@ -60,6 +63,14 @@ const PEER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
 /// The check is skipped, with the reason, when the peer cannot run
 /// (missing, failing, out of disk, past [`PEER_TIMEOUT`]). Returns the
 /// proof checked against cuzk's when the peer ran.
+///
+/// The run's first comparison starts with one untimed process (its time
+/// printed): supraseal-c2's build (sppark's nvcc flags) carries SASS for
+/// sm_80 and PTX for compute_80, none for sm_90, so on an H100 or H200 the
+/// driver first compiles its kernels from PTX and caches them on the
+/// machine. Production reaches that cache after its first run; without
+/// the warm-up the one-time compile (seconds) would land in the first
+/// "parameter load + first proof".
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compare(
     rec: &mut Record,
@@ -76,6 +87,17 @@ pub(crate) fn compare(
         Ok(p) => p,
         Err(why) => return Ok(skipped(rec, layer, &what, name, n, why)),
     };
+    if !WARMED_UP.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        // Untimed; a failure here shows again in the timed run below.
+        let t = std::time::Instant::now();
+        let ran = peer.run(Some(0), false);
+        progress::say(format!(
+            "  {name}: {SUPRASEAL}: untimed warm-up process {} in {:.1} s (the driver's one-time \
+             compile of its PTX for this GPU, if the machine had none cached)",
+            if ran.is_ok() { "ran" } else { "failed" },
+            t.elapsed().as_secs_f64()
+        ));
+    }
     let mut overlapping = Vec::new();
     match peer.run(None, false) {
         Ok(resp) => {
