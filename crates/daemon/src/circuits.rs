@@ -526,7 +526,8 @@ where
 /// # Errors
 /// [`Error::Io`] when the files cannot be written; [`Error::Prover`] for a
 /// domain too small or beyond Fr's 2^32; [`Error::InvalidArgument`] for
-/// an id that is not a plain directory name.
+/// an id that is not a plain directory name; [`Error::ResourceExhausted`]
+/// when the circuit and its key need more than the host's memory.
 pub fn keygen_porep<R: rand::RngCore>(
     key_dir: &Path,
     id: &str,
@@ -536,7 +537,10 @@ pub fn keygen_porep<R: rand::RngCore>(
 ) -> Result<PathBuf> {
     use cuzk_prover::synthetic::PorepShaped;
     check_id(id)?;
-    let w = PorepShaped::new(log_domain, 1, seed).matrices()?;
+    let c = PorepShaped::new(log_domain, 1, seed);
+    c.check()?;
+    check_host_memory(&c, true, crate::engine::host_memory_total())?;
+    let w = c.matrices()?;
     let pk = PorepShaped::random_key(&w, rng)?;
     let dir = key_dir.join(id);
     std::fs::create_dir_all(&dir)
@@ -556,14 +560,48 @@ pub fn keygen_porep<R: rand::RngCore>(
 /// (`log_domain`, `seed`) for the partition `values_seed`.
 ///
 /// # Errors
-/// [`Error::Prover`] for a domain too small.
+/// [`Error::Prover`] for a domain too small or beyond Fr's 2^32;
+/// [`Error::ResourceExhausted`] when building the circuit needs more than
+/// the host's memory.
 pub fn porep_witness(log_domain: u32, seed: u64, values_seed: u64) -> Result<crate::Assignment> {
     let c = cuzk_prover::synthetic::PorepShaped {
         values_seed,
         ..cuzk_prover::synthetic::PorepShaped::new(log_domain, 1, seed)
     };
+    c.check()?;
+    check_host_memory(&c, false, crate::engine::host_memory_total())?;
     let w = c.matrices()?;
     crate::Assignment::from_full(&w.full_assignment, w.num_inputs)
+}
+
+/// Refuses, before any work, a PoRep-shaped circuit (with its key when
+/// `with_key`) whose build needs more than `host_total` bytes, the host's
+/// memory (`None`: unknown, not checked): a lower bound of its need
+/// ([`cuzk_prover::synthetic::PorepShaped::host_bytes_at_least`]) beyond
+/// the whole memory would end in the kernel's out-of-memory kill minutes
+/// later.
+fn check_host_memory(
+    c: &cuzk_prover::synthetic::PorepShaped,
+    with_key: bool,
+    host_total: Option<u64>,
+) -> Result<()> {
+    let need = c.host_bytes_at_least(with_key);
+    match host_total {
+        Some(total) if need > total => Err(Error::ResourceExhausted(format!(
+            "a PoRep-shaped circuit of 2^{} domain{} at least {:.0} GiB of host memory to \
+             build; this host has {:.0} GiB: give a smaller log domain (the seed workload's \
+             is 2^27), or build it on a larger host",
+            c.log_domain,
+            if with_key {
+                " and its key need"
+            } else {
+                " needs"
+            },
+            need as f64 / (1u64 << 30) as f64,
+            total as f64 / (1u64 << 30) as f64
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Writes `pk.bin`, `vk.bin` and `r1cs.bin` of a circuit into `dir`.
@@ -625,6 +663,36 @@ mod tests {
         assert!(e.to_string().contains("up to 2^32"), "{e}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         assert!(porep_witness(64, 1, 0).is_err());
+    }
+
+    /// A circuit whose build needs more than the host's memory is refused
+    /// before any work, with both figures; one within it, or on a host of
+    /// unknown memory, passes.
+    #[test]
+    fn porep_builds_beyond_the_host_memory_are_refused() {
+        use cuzk_prover::synthetic::PorepShaped;
+        let c28 = PorepShaped::new(28, 1, 1);
+        let e = check_host_memory(&c28, true, Some(128 << 30)).unwrap_err();
+        assert!(matches!(e, Error::ResourceExhausted(_)), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("2^28 domain and its key need at least 136 GiB")
+                && msg.contains("this host has 128 GiB"),
+            "{msg}"
+        );
+        check_host_memory(&c28, false, Some(128 << 30)).unwrap();
+        check_host_memory(&PorepShaped::new(27, 1, 1), true, Some(128 << 30)).unwrap();
+        check_host_memory(&c28, true, None).unwrap();
+        // On this host: 2^32 exceeds any test machine's memory.
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let e = keygen_porep(dir.path(), "huge", 32, 1, &mut rng).unwrap_err();
+        assert!(e.to_string().contains("needs at least"), "{e}");
+        assert!(porep_witness(32, 1, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("needs at least"));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     fn registry(dir: &Path) -> Registry {

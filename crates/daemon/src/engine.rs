@@ -1512,6 +1512,12 @@ fn write_synced(p: &Path, bytes: &[u8]) -> Result<()> {
 
 /// The host's memory (MemTotal of /proc/meminfo), bytes; 16 GiB if unknown.
 fn host_memory_bytes() -> u64 {
+    host_memory_total().unwrap_or(16 << 30)
+}
+
+/// The host's memory (MemTotal of /proc/meminfo), bytes; `None` where
+/// /proc/meminfo cannot be read (not Linux).
+pub(crate) fn host_memory_total() -> Option<u64> {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -1520,7 +1526,7 @@ fn host_memory_bytes() -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
-        .map_or(16 << 30, |kb| kb * 1024)
+        .map(|kb| kb.saturating_mul(1024))
 }
 
 /// The database file of a `sqlite:` URL (`sqlite://PATH`, `sqlite:PATH`,

@@ -638,12 +638,38 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     Ok(())
 }
 
+/// The host's memory (MemTotal of /proc/meminfo), bytes; `None` where
+/// it cannot be read.
+fn host_memory_total() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = m
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
 fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let k = args.log_constraints;
     let porep = args.circuit == CircuitKind::Porep;
     let t = Instant::now();
     let mut w = if porep {
-        cuzk_prover::synthetic::PorepShaped::new(k, 1, args.seed).matrices()?
+        let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, args.seed);
+        c.check()?;
+        let need = c.host_bytes_at_least(true);
+        if let Some(total) = host_memory_total().filter(|&t| need > t) {
+            bail!(
+                "a PoRep-shaped circuit of 2^{k} domain and its key need at least {:.0} GiB of \
+                 host memory; this host has {:.0} GiB: give a smaller --log-constraints (the \
+                 seed workload's is 27)",
+                need as f64 / (1u64 << 30) as f64,
+                total as f64 / (1u64 << 30) as f64
+            );
+        }
+        c.matrices()?
     } else {
         RandomCircuit::fill_domain(k, 8, 0, args.seed).matrices()?
     };

@@ -101,11 +101,38 @@ impl PorepShaped {
         super::domain_less(self.log_domain, self.num_inputs.saturating_add(1))
     }
 
+    /// Host memory (bytes) that building this circuit takes at least, for
+    /// a check before the work starts: its rows ([`PorepShaped::matrices`]:
+    /// three `Vec`s a constraint, 72 bytes, holding at least three
+    /// (coefficient, column) entries of 40 bytes between them), its
+    /// assignment (at least half a variable a constraint, 32 bytes each)
+    /// and, with `with_key`, its random-point key
+    /// ([`PorepShaped::random_key`]: a 96-byte H point a constraint, and
+    /// 3 x 96 + 192 bytes a variable for A, B in G1, L and B in G2). A lower
+    /// bound: at 2^27 it gives 73 GB, where the rows took about 40 GB and
+    /// the key about 49 GB (BENCHMARKS.md). Saturates at `u64::MAX`.
+    pub fn host_bytes_at_least(&self, with_key: bool) -> u64 {
+        let n = self.num_constraints() as u128;
+        let (rows, assignment) = (n * (72 + 3 * 40), n / 2 * 32);
+        let key = if with_key {
+            n * 96 + n / 2 * (3 * 96 + 192)
+        } else {
+            0
+        };
+        u64::try_from(rows + assignment + key).unwrap_or(u64::MAX)
+    }
+
     fn blocks(&self) -> usize {
         self.num_constraints().div_ceil(BLOCK)
     }
 
-    fn check(&self) -> Result<()> {
+    /// Whether this circuit can be built, checked before any work (as
+    /// [`PorepShaped::matrices`] does first).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a domain beyond Fr's 2^32, one too
+    /// small for a block's seed bits, or more public inputs than blocks.
+    pub fn check(&self) -> Result<()> {
         if self.log_domain > cuzk_ntt::MAX_LOG_N {
             return Err(Error::InvalidArgument(format!(
                 "a PoRep-shaped circuit of 2^{} domain: Fr's roots of unity allow domains up to \
@@ -355,6 +382,37 @@ pub fn is_satisfied(w: &Synthesized) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bound stays under what was measured at 2^27 (rows about 40 GB,
+    /// key about 49 GB) and under a real build's allocation at 2^14, and
+    /// doubles with the domain.
+    #[test]
+    fn host_bytes_at_least_is_a_lower_bound() {
+        let c27 = PorepShaped::new(27, 1, 1);
+        assert!(c27.host_bytes_at_least(true) < 89_000_000_000);
+        assert!(c27.host_bytes_at_least(true) > 70_000_000_000);
+        assert!(c27.host_bytes_at_least(false) < 40_000_000_000);
+        let c28 = PorepShaped::new(28, 1, 1);
+        let r = c28.host_bytes_at_least(true) as f64 / c27.host_bytes_at_least(true) as f64;
+        assert!((r - 2.0).abs() < 1e-6, "{r}");
+        assert_eq!(
+            PorepShaped::new(99, 1, 1).host_bytes_at_least(true),
+            u64::MAX
+        );
+        // At 2^14: what the rows, the assignment and the key hold.
+        let c = PorepShaped::new(14, 1, 1);
+        let w = c.matrices().unwrap();
+        let m = &w.matrices;
+        let entries: usize = [&m.a, &m.b, &m.c]
+            .iter()
+            .map(|rows| rows.iter().map(Vec::len).sum::<usize>())
+            .sum();
+        let rows = 3 * 24 * m.num_constraints + 40 * entries;
+        let nv = w.full_assignment.len();
+        let key = 96 * (1 << 14) + nv * (3 * 96 + 192);
+        assert!(c.host_bytes_at_least(false) as usize <= rows + 32 * nv);
+        assert!(c.host_bytes_at_least(true) as usize <= rows + 32 * nv + key);
+    }
 
     #[test]
     fn satisfied_deterministic_and_witness_shaped() {
