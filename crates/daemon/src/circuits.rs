@@ -687,7 +687,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let e = keygen_porep(dir.path(), "huge", 32, 1, &mut rng).unwrap_err();
-        assert!(e.to_string().contains("needs at least"), "{e}");
+        assert!(e.to_string().contains("and its key need at least"), "{e}");
         assert!(porep_witness(32, 1, 0)
             .unwrap_err()
             .to_string()
