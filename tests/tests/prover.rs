@@ -256,6 +256,15 @@ fn mismatched_witness_errors() {
         p_other.prove_job(&job_for(m, z, ni, r, s)),
         "other circuit's key",
     );
+
+    // A key whose H query fits no QAP domain: refused when the prover is
+    // made, not at the first proof.
+    for len in [pk.h_query.len() - 1, pk.h_query.len() + 1] {
+        let mut bad = pk.clone();
+        bad.h_query.resize(len, bad.h_query[0]);
+        let e = invalid(Prover::cpu(bad), "H query");
+        assert!(e.contains("an H query of"), "{e}");
+    }
 }
 
 /// A circuit that is not satisfied: `prove` with the check is an error.
@@ -285,7 +294,10 @@ fn unsatisfied_circuit_errors() {
     let (p, _) = checked.prove(Bad(true), &mut rng).unwrap();
     assert!(verifies(&pk, &[Fr::from(3u64)], &p));
     let m = invalid(checked.prove(Bad(false), &mut rng), "unsatisfied circuit");
-    assert!(m.contains("not satisfied"), "{m}");
+    assert!(
+        m.contains("does not satisfy constraint 0 of 1: <A_0, z> * <B_0, z> != <C_0, z>"),
+        "{m}"
+    );
     // Unchecked: a proof, which does not verify.
     let unchecked = Prover::cpu(pk.clone()).unwrap();
     let (p, _) = unchecked.prove(Bad(false), &mut rng).unwrap();

@@ -87,7 +87,8 @@ pub fn scalar_shape(scalars: &[Fr]) -> ScalarShape {
 /// and only the other scalars go through blst's Pippenger (O(m / log m)
 /// additions for m of them). Allocates the indices of the ones and the
 /// others, a copy of the others' bases and scalars, and blst's copy of
-/// those bases (m x 96 bytes for G1, m x 192 for G2).
+/// those bases (m x 96 bytes for G1, m x 192 for G2). Empty slices give
+/// the identity.
 ///
 /// # Errors
 /// [`crate::Error::InvalidArgument`] when the lengths differ.

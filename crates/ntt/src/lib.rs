@@ -139,7 +139,13 @@ pub(crate) fn check_shape(len: usize, log_n: u32) -> Result<usize> {
     let n = 1usize
         .checked_shl(log_n)
         .ok_or_else(|| Error::InvalidArgument(format!("2^{log_n} elements do not fit in usize")))?;
-    if len == 0 || len % n != 0 {
+    if len == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "no elements to transform: give a vector of the domain's 2^{log_n} = {n} elements \
+             (or a multiple, for a batch)"
+        )));
+    }
+    if len % n != 0 {
         return Err(Error::InvalidArgument(format!(
             "{len} elements is not a whole number of vectors of the domain size 2^{log_n} = {n}; \
              give a power-of-two length equal to the domain (or a multiple, for a batch)"
@@ -238,7 +244,8 @@ mod tests {
         );
         let e = check_shape(1 << 10, 33).unwrap_err();
         assert!(e.to_string().contains("two-adicity"), "{e}");
-        assert!(check_shape(0, 0).is_err());
+        let e = check_shape(0, 0).unwrap_err();
+        assert!(e.to_string().contains("no elements to transform"), "{e}");
         assert_eq!(log2_exact(1 << 12).unwrap(), 12);
         let e = log2_exact(12).unwrap_err();
         assert!(e.to_string().contains("not a power of two"), "{e}");

@@ -75,8 +75,9 @@ struct Args {
     #[arg(long, value_enum, default_value = "sha256")]
     circuit: CircuitKind,
     /// The circuit fills a domain of 2^k (constraints plus public inputs):
-    /// 1 to 32 (Fr's roots of unity), as far as host memory allows (the
-    /// PoRep-shaped 2^27's key alone is about 47 GiB).
+    /// 1 to 32 (Fr's roots of unity; sha256 from 16, one compression), as
+    /// far as host memory allows (the PoRep-shaped 2^27's key alone is
+    /// about 47 GiB).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=32))]
     log_constraints: u32,
     /// How many proofs (the first includes one-time costs on the GPU).

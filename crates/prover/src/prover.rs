@@ -239,7 +239,9 @@ impl Prover {
     /// A prover on the CPU only (ark-poly NTTs, blst MSMs).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a malformed key.
+    /// [`Error::InvalidArgument`] for a malformed key: A and B (G1, G2)
+    /// queries of different lengths, inputs and an L query that do not add
+    /// up to them, or an H query whose length is not 2^k - 1.
     pub fn cpu(pk: ProvingKey) -> Result<Self> {
         Self::cpu_shared(Arc::new(pk))
     }
@@ -300,6 +302,13 @@ impl Prover {
             return Err(Error::InvalidArgument(format!(
                 "malformed proving key: {ni} inputs and an L query of {} points for {nv} variables",
                 pk.l_query.len()
+            )));
+        }
+        if !(pk.h_query.len() as u128 + 1).is_power_of_two() {
+            return Err(Error::InvalidArgument(format!(
+                "malformed proving key: an H query of {} points, where a QAP domain of 2^k \
+                 gives 2^k - 1",
+                pk.h_query.len()
             )));
         }
         let m = gpu.as_ref().map(|(_, m)| m);
@@ -468,9 +477,13 @@ impl Prover {
 
     /// The same prover, checking (or not) that the witness satisfies the
     /// constraints before proving (default: not checked). Checked, an
-    /// unsatisfied system is an [`Error::InvalidArgument`] instead of a proof
-    /// that does not verify. Costs one field multiplication a constraint
-    /// (and for [`Prover::prove`], ark-relations' own check).
+    /// unsatisfied system is an [`Error::InvalidArgument`] naming the first
+    /// unsatisfied constraint, instead of a proof that does not verify.
+    /// Costs one field multiplication a constraint (for [`Prover::prove`],
+    /// a second pass over the rows after synthesis). It checks the job's
+    /// matrices, not the key: a key made for another circuit of the same
+    /// shape still gives a proof that does not verify (check proofs with
+    /// the verifying key where that can happen).
     pub fn with_check_witness(mut self, check: bool) -> Self {
         self.check_witness = check;
         self
@@ -825,7 +838,8 @@ impl Prover {
         if pk.h_query.len() != n - 1 {
             return Err(Error::InvalidArgument(format!(
                 "{} constraints and {} inputs make a domain of {n}, but the proving key's \
-                 H query has {} points (expected {}): the matrices are for another circuit",
+                 H query has {} points (expected {}): the key and the matrices are for \
+                 different circuits",
                 m.num_constraints,
                 job.num_inputs,
                 pk.h_query.len(),

@@ -191,14 +191,6 @@ pub fn synthesize<C: ConstraintSynthesizer<Fr>>(circuit: C, check: bool) -> Resu
     };
     circuit.generate_constraints(cs.clone()).map_err(syn)?;
     cs.finalize();
-    if check {
-        if let Some(which) = cs.which_is_unsatisfied().map_err(syn)? {
-            return Err(Error::InvalidArgument(format!(
-                "the circuit's constraint system is not satisfied by its assignment \
-                 (first unsatisfied constraint: {which})"
-            )));
-        }
-    }
     let mut all = cs.to_matrices().map_err(syn)?;
     let r1cs = all.remove(R1CS_PREDICATE_LABEL).unwrap_or_default();
     if let Some((label, _)) = all.iter().find(|(_, m)| m.iter().any(|m| !m.is_empty())) {
@@ -219,11 +211,35 @@ pub fn synthesize<C: ConstraintSynthesizer<Fr>>(circuit: C, check: bool) -> Resu
         let wit = b.witness_assignment().map_err(syn)?;
         ([inst, wit].concat(), inst.len())
     };
+    if check {
+        if let Some(i) = first_unsatisfied(&matrices, &full_assignment) {
+            return Err(Error::InvalidArgument(format!(
+                "the circuit's assignment does not satisfy constraint {i} of {}: <A_{i}, z> * \
+                 <B_{i}, z> != <C_{i}, z> (z the assignment the circuit's synthesis made)",
+                matrices.num_constraints
+            )));
+        }
+    }
     Ok(Synthesized {
         matrices,
         full_assignment,
         num_inputs,
         synthesis_ms: ms(t),
+    })
+}
+
+/// The first constraint i of `m` with `<A_i, z> * <B_i, z> != <C_i, z>`
+/// (a column past `z` counts as unsatisfied).
+fn first_unsatisfied(m: &ConstraintMatrices, z: &[Fr]) -> Option<usize> {
+    let dot = |row: &Vec<(Fr, usize)>| -> Option<Fr> {
+        row.iter()
+            .try_fold(Fr::zero(), |acc, &(c, j)| Some(acc + c * z.get(j)?))
+    };
+    (0..m.num_constraints).into_par_iter().find_first(|&i| {
+        match (dot(&m.a[i]), dot(&m.b[i]), dot(&m.c[i])) {
+            (Some(a), Some(b), Some(c)) => a * b != c,
+            _ => true,
+        }
     })
 }
 
