@@ -180,6 +180,12 @@ impl SparseR1cs {
     /// holding this form ([`crate::Prover::with_r1cs`]), on the GPU or
     /// (with the witness check, or on the CPU path) from the compact form on
     /// the CPU; any other prover refuses it for its missing rows.
+    ///
+    /// The rows are many small allocations: freed, glibc keeps them in its
+    /// arenas, resident and out of reach of large allocations (a key,
+    /// pinned buffers). A process that needs that memory back calls
+    /// `malloc_trim(0)` after the free, as cuzk-daemon does; this library
+    /// leaves the process-wide heap alone.
     pub fn without_rows(mut self) -> Self {
         self.matrices = Arc::new(ConstraintMatrices {
             num_constraints: self.matrices.num_constraints,
