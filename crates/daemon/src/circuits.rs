@@ -357,6 +357,69 @@ impl Registry {
 
     fn read(&self, id: &str, dir: &Path) -> Result<LoadedCircuit> {
         let t = Instant::now();
+        // The R1CS first: on GPU lanes its rows (about 48 bytes an entry,
+        // tens of GB at 2^27) are compacted and freed before the key (about
+        // 47 GiB at 2^27) is read, so the two never sit in memory together.
+        let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE)).map_err(|e| match e {
+            // A file that does not decode is damaged; one that cannot be
+            // read is this host's problem.
+            cuzk_prover::Error::InvalidArgument(m) => Error::FailedPrecondition(m),
+            other => Error::Prover(other),
+        })?;
+        let (num_inputs, num_variables) = (r1cs.num_inputs, r1cs.num_variables);
+        let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
+        let matrices = Arc::new(r1cs.matrices);
+        let (prover, matrices, host_bytes, verifier) = match &self.lanes {
+            Lanes::Gpu(m) => {
+                // The compact form the GPUs evaluate, built once for every
+                // lane (8 bytes an entry for PoRep-shaped circuits); the
+                // row-major matrices are dropped: jobs borrow the compact
+                // form's row-less matrices, and a proof evaluated on the
+                // CPU reads the compact form.
+                let sparse = Arc::new(SparseR1cs::new(matrices)?.without_rows());
+                release_free_heap();
+                let (pk, verifier) = self.read_key(id, dir, num_inputs, num_variables)?;
+                let bytes = pk.uncompressed_size() as u64 + sparse.bytes();
+                let matrices = sparse.matrices_arc().clone();
+                let prover =
+                    MultiGpuProver::with_memories(pk, m, self.workers)?.with_r1cs(sparse)?;
+                (prover, matrices, bytes, verifier)
+            }
+            Lanes::Cpu(n) => {
+                let (pk, verifier) = self.read_key(id, dir, num_inputs, num_variables)?;
+                let bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
+                let prover = MultiGpuProver::cpu(pk, *n, self.workers)?;
+                (prover, matrices, bytes, verifier)
+            }
+        };
+        Ok(LoadedCircuit {
+            id: id.to_string(),
+            prover,
+            matrices,
+            num_inputs,
+            num_variables,
+            host_bytes,
+            load_ms: t.elapsed().as_secs_f64() * 1e3,
+            verifier,
+            in_use: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Circuit `id`'s proving key from `dir` (its points checked: on their
+    /// curve, or fully with `verify_keys`), checked against the R1CS's
+    /// variable counts, and its prepared verifying key where proofs are
+    /// verified (not for random-point keys).
+    fn read_key(
+        &self,
+        id: &str,
+        dir: &Path,
+        num_inputs: usize,
+        num_variables: usize,
+    ) -> Result<(
+        ProvingKey,
+        Option<ark_groth16::PreparedVerifyingKey<ark_bls12_381::Bls12_381>>,
+    )> {
         let pk_path = dir.join(PK_FILE);
         let f = std::fs::File::open(&pk_path)
             .map_err(|e| Error::io(format!("opening {}", pk_path.display()), e))?;
@@ -386,51 +449,10 @@ impl Registry {
                 ))
             })?;
         }
+        check_agree(id, &pk, num_inputs, num_variables)?;
         let verifier = (self.verify_proofs && !dir.join(RANDOM_KEY_FILE).exists())
             .then(|| ark_groth16::prepare_verifying_key(&pk.vk));
-        let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE)).map_err(|e| match e {
-            // A file that does not decode is damaged; one that cannot be
-            // read is this host's problem.
-            cuzk_prover::Error::InvalidArgument(m) => Error::FailedPrecondition(m),
-            other => Error::Prover(other),
-        })?;
-        check_agree(id, &pk, &r1cs)?;
-        let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
-        let key_bytes = pk.uncompressed_size() as u64;
-        let matrices = Arc::new(r1cs.matrices);
-        let (prover, matrices, host_bytes) = match &self.lanes {
-            Lanes::Gpu(m) => {
-                // The compact form the GPUs evaluate, built once for every
-                // lane (8 bytes an entry for PoRep-shaped circuits); the
-                // row-major matrices (about 48 bytes an entry) are dropped:
-                // jobs borrow the compact form's row-less matrices, and a
-                // proof evaluated on the CPU reads the compact form.
-                let sparse = Arc::new(SparseR1cs::new(matrices)?.without_rows());
-                release_free_heap();
-                let bytes = key_bytes + sparse.bytes();
-                let matrices = sparse.matrices_arc().clone();
-                let prover =
-                    MultiGpuProver::with_memories(pk, m, self.workers)?.with_r1cs(sparse)?;
-                (prover, matrices, bytes)
-            }
-            Lanes::Cpu(n) => (
-                MultiGpuProver::cpu(pk, *n, self.workers)?,
-                matrices,
-                key_bytes + nonzeros * 48,
-            ),
-        };
-        Ok(LoadedCircuit {
-            id: id.to_string(),
-            prover,
-            matrices,
-            num_inputs: r1cs.num_inputs,
-            num_variables: r1cs.num_variables,
-            host_bytes,
-            load_ms: t.elapsed().as_secs_f64() * 1e3,
-            verifier,
-            in_use: AtomicUsize::new(0),
-            last_used: Mutex::new(Instant::now()),
-        })
+        Ok((pk, verifier))
     }
 }
 
@@ -483,15 +505,15 @@ fn check_on_curve(pk: &ProvingKey) -> std::result::Result<(), &'static str> {
 
 /// The key and the matrices must describe one circuit: as many instance
 /// variables (the key's IC) and witness variables (the key's L query).
-fn check_agree(id: &str, pk: &ProvingKey, r1cs: &cuzk_prover::r1cs_file::R1csFile) -> Result<()> {
+fn check_agree(id: &str, pk: &ProvingKey, num_inputs: usize, num_variables: usize) -> Result<()> {
     let ic = pk.vk.gamma_abc_g1.len();
-    let witness = r1cs.num_variables.saturating_sub(r1cs.num_inputs);
-    if ic != r1cs.num_inputs || pk.l_query.len() != witness {
+    let witness = num_variables.saturating_sub(num_inputs);
+    if ic != num_inputs || pk.l_query.len() != witness {
         return Err(Error::FailedPrecondition(format!(
             "circuit `{id}`: the key has {ic} instance and {} witness variables, the R1CS file \
              {} and {witness}: they belong to different circuits (write both with `cuzk keygen`)",
             pk.l_query.len(),
-            r1cs.num_inputs
+            num_inputs
         )));
     }
     Ok(())
