@@ -65,9 +65,9 @@ pub trait MsmCurve: SWCurveConfig<ScalarField = Fr> + sealed::Sealed {
 
 /// `sum_i scalars[i] * bases[i]` on the GPU when one is usable (device 0),
 /// else on the CPU (blst); returns the sum and where it ran (the identity
-/// for empty slices). For one-off
-/// calls: a [`GpuMsm`] kept across calls keeps its stream and memory pool,
-/// and [`FixedBases`] keeps the bases on the device.
+/// for empty slices). For one-off calls: a [`GpuMsm`] kept across calls
+/// keeps its stream and memory pool, and [`FixedBases`] keeps the bases on
+/// the device.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when the lengths differ; GPU errors
