@@ -230,8 +230,9 @@ pub(crate) fn speedup(figs: &[Figure], f: &Figure) -> Option<f64> {
 /// batch's name, a positive partition count and wall time and a busy
 /// fraction in [0, 1]; every
 /// check's layer, name, reference, size, verdict (with a detail for a
-/// mismatch and a reason for a skip) and seed; and an overall verdict that
-/// is `fail` exactly when some check is a mismatch.
+/// mismatch and a reason for a skip) and seed; each layer's name and a
+/// finite, non-negative wall time where `layers` is present; and an
+/// overall verdict that is `fail` exactly when some check is a mismatch.
 ///
 /// # Errors
 /// The first violation, naming the figure or check.
@@ -339,6 +340,22 @@ pub(crate) fn validate(v: &Value) -> Result<(), String> {
             other => return Err(format!("check {i}: unknown verdict `{other}`")),
         }
     }
+    // Each layer's wall time (reports before it was recorded have none).
+    if let Some(layers) = v.get("layers") {
+        let layers = layers.as_array().ok_or("`layers` is not an array")?;
+        for (i, l) in layers.iter().enumerate() {
+            l.get("layer")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .ok_or(format!("layer {i}: `layer` missing or empty"))?;
+            l.get("wall_s")
+                .and_then(Value::as_f64)
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or(format!(
+                    "layer {i}: `wall_s` missing, negative or not finite"
+                ))?;
+        }
+    }
     let want = if failed { "fail" } else { "pass" };
     match v.get("verdict").and_then(Value::as_str) {
         Some(got) if got == want => Ok(()),
@@ -427,6 +444,9 @@ pub(crate) mod tests {
         assert_eq!(v["checks"][1]["seed"], 7);
         assert_eq!(v["layers"][0]["layer"], "ntt");
         assert_eq!(v["layers"][0]["wall_s"], 12.5);
+        let mut bad = v.clone();
+        bad["layers"][0]["wall_s"] = json!(-1.0);
+        assert!(validate(&bad).unwrap_err().contains("wall_s"));
         // Round trip through text, as the file is read back.
         validate(&serde_json::from_str(&serde_json::to_string_pretty(&v).unwrap()).unwrap())
             .unwrap();

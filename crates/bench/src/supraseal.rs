@@ -88,7 +88,6 @@ pub(crate) fn compare(
         Err(why) => return Ok(skipped(rec, layer, &what, name, n, why)),
     };
     if !WARMED_UP.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        // Untimed; a failure here shows again in the timed run below.
         let t = std::time::Instant::now();
         let ran = peer.run(Some(0), false);
         progress::say(format!(
@@ -97,6 +96,10 @@ pub(crate) fn compare(
             if ran.is_ok() { "ran" } else { "failed" },
             t.elapsed().as_secs_f64()
         ));
+        // A peer that cannot run fails the same way timed: not again.
+        if let Err(why) = ran {
+            return Ok(skipped(rec, layer, &what, name, n, why));
+        }
     }
     let mut overlapping = Vec::new();
     match peer.run(None, false) {

@@ -366,7 +366,21 @@ impl Registry {
             cuzk_prover::Error::InvalidArgument(m) => Error::FailedPrecondition(m),
             other => Error::Prover(other),
         })?;
-        let (num_inputs, num_variables) = (r1cs.num_inputs, r1cs.num_variables);
+        let shape = Shape {
+            num_constraints: r1cs.matrices.num_constraints,
+            num_inputs: r1cs.num_inputs,
+            num_variables: r1cs.num_variables,
+        };
+        let (num_inputs, num_variables) = (shape.num_inputs, shape.num_variables);
+        // The prover refusing these files (InvalidArgument) is the files'
+        // fault: the job fails, rather than going back to the queue.
+        let damaged = |e: cuzk_prover::Error| match e {
+            cuzk_prover::Error::InvalidArgument(m) => Error::FailedPrecondition(format!(
+                "circuit `{id}` in {}: {m} (write its files again with `cuzk keygen`)",
+                dir.display()
+            )),
+            other => Error::Prover(other),
+        };
         let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
         let matrices = Arc::new(r1cs.matrices);
         let (prover, matrices, host_bytes, verifier) = match &self.lanes {
@@ -376,19 +390,21 @@ impl Registry {
                 // row-major matrices are dropped: jobs borrow the compact
                 // form's row-less matrices, and a proof evaluated on the
                 // CPU reads the compact form.
-                let sparse = Arc::new(SparseR1cs::new(matrices)?.without_rows());
+                let sparse = Arc::new(SparseR1cs::new(matrices).map_err(damaged)?.without_rows());
                 release_free_heap();
-                let (pk, verifier) = self.read_key(id, dir, num_inputs, num_variables)?;
+                let (pk, verifier) = self.read_key(id, dir, &shape)?;
                 let bytes = pk.uncompressed_size() as u64 + sparse.bytes();
                 let matrices = sparse.matrices_arc().clone();
-                let prover =
-                    MultiGpuProver::with_memories(pk, m, self.workers)?.with_r1cs(sparse)?;
+                let prover = MultiGpuProver::with_memories(pk, m, self.workers)
+                    .map_err(damaged)?
+                    .with_r1cs(sparse)
+                    .map_err(damaged)?;
                 (prover, matrices, bytes, verifier)
             }
             Lanes::Cpu(n) => {
-                let (pk, verifier) = self.read_key(id, dir, num_inputs, num_variables)?;
+                let (pk, verifier) = self.read_key(id, dir, &shape)?;
                 let bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
-                let prover = MultiGpuProver::cpu(pk, *n, self.workers)?;
+                let prover = MultiGpuProver::cpu(pk, *n, self.workers).map_err(damaged)?;
                 (prover, matrices, bytes, verifier)
             }
         };
@@ -408,14 +424,13 @@ impl Registry {
 
     /// Circuit `id`'s proving key from `dir` (its points checked: on their
     /// curve, or fully with `verify_keys`), checked against the R1CS's
-    /// variable counts, and its prepared verifying key where proofs are
-    /// verified (not for random-point keys).
+    /// `shape`, and its prepared verifying key where proofs are verified
+    /// (not for random-point keys).
     fn read_key(
         &self,
         id: &str,
         dir: &Path,
-        num_inputs: usize,
-        num_variables: usize,
+        shape: &Shape,
     ) -> Result<(
         ProvingKey,
         Option<ark_groth16::PreparedVerifyingKey<ark_bls12_381::Bls12_381>>,
@@ -449,7 +464,7 @@ impl Registry {
                 ))
             })?;
         }
-        check_agree(id, &pk, num_inputs, num_variables)?;
+        check_agree(id, &pk, shape)?;
         let verifier = (self.verify_proofs && !dir.join(RANDOM_KEY_FILE).exists())
             .then(|| ark_groth16::prepare_verifying_key(&pk.vk));
         Ok((pk, verifier))
@@ -503,17 +518,41 @@ fn check_on_curve(pk: &ProvingKey) -> std::result::Result<(), &'static str> {
     }
 }
 
+/// What the R1CS file says of its circuit, for [`check_agree`].
+struct Shape {
+    num_constraints: usize,
+    num_inputs: usize,
+    num_variables: usize,
+}
+
 /// The key and the matrices must describe one circuit: as many instance
-/// variables (the key's IC) and witness variables (the key's L query).
-fn check_agree(id: &str, pk: &ProvingKey, num_inputs: usize, num_variables: usize) -> Result<()> {
+/// variables (the key's IC) and witness variables (the key's L query), and
+/// an H query of the QAP domain's size less one (the domain: the smallest
+/// power of two holding the constraints and the instance variables).
+fn check_agree(id: &str, pk: &ProvingKey, shape: &Shape) -> Result<()> {
     let ic = pk.vk.gamma_abc_g1.len();
-    let witness = num_variables.saturating_sub(num_inputs);
-    if ic != num_inputs || pk.l_query.len() != witness {
+    let witness = shape.num_variables.saturating_sub(shape.num_inputs);
+    if ic != shape.num_inputs || pk.l_query.len() != witness {
         return Err(Error::FailedPrecondition(format!(
             "circuit `{id}`: the key has {ic} instance and {} witness variables, the R1CS file \
              {} and {witness}: they belong to different circuits (write both with `cuzk keygen`)",
             pk.l_query.len(),
-            num_inputs
+            shape.num_inputs
+        )));
+    }
+    let domain = shape
+        .num_constraints
+        .checked_add(shape.num_inputs)
+        .and_then(usize::checked_next_power_of_two);
+    if domain.map(|d| d - 1) != Some(pk.h_query.len()) {
+        return Err(Error::FailedPrecondition(format!(
+            "circuit `{id}`: the key's H query has {} points, but the R1CS file's {} constraints \
+             and {} instance variables make a QAP domain of {}: the key is damaged or for \
+             another circuit (write both with `cuzk keygen`)",
+            pk.h_query.len(),
+            shape.num_constraints,
+            shape.num_inputs,
+            domain.map_or("more than 2^64".to_string(), |d| d.to_string())
         )));
     }
     Ok(())
@@ -737,7 +776,11 @@ mod tests {
         check_host_memory(&c28, false, Some(128 << 30)).unwrap();
         check_host_memory(&PorepShaped::new(27, 1, 1), true, Some(128 << 30)).unwrap();
         check_host_memory(&c28, true, None).unwrap();
-        // On this host: 2^32 exceeds any test machine's memory.
+        // On this host: 2^32 exceeds any test machine's memory (where the
+        // host's memory is known: elsewhere nothing is checked).
+        if crate::engine::host_memory_total().is_none() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let e = keygen_porep(dir.path(), "huge", 32, 1, &mut rng).unwrap_err();
@@ -792,5 +835,32 @@ mod tests {
             e.contains("not on its curve") || e.contains("not an ark-serialize"),
             "{e}"
         );
+    }
+
+    /// A key whose H query does not fit the R1CS file's domain (one point
+    /// short, one too many) is the files' fault: FailedPrecondition, which
+    /// fails a job instead of putting it back in the queue.
+    #[test]
+    fn keys_with_a_wrong_h_query_are_refused_at_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = cuzk_prover::circuits::Sha256Chain::new([1; 32], 0);
+        let syn = cuzk_prover::synthesize(c.clone(), false).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(6);
+        keygen(tmp.path(), "t", c, &syn, &mut rng).unwrap();
+        let pk_path = tmp.path().join("t").join(PK_FILE);
+        let good = std::fs::read(&pk_path).unwrap();
+        let pk = ProvingKey::deserialize_uncompressed_unchecked(&good[..]).unwrap();
+        for len in [pk.h_query.len() - 1, pk.h_query.len() + 1] {
+            let mut bad = pk.clone();
+            bad.h_query.resize(len, bad.h_query[0]);
+            let mut bytes = Vec::new();
+            bad.serialize_uncompressed(&mut bytes).unwrap();
+            std::fs::write(&pk_path, &bytes).unwrap();
+            let e = registry(tmp.path()).load("t").unwrap_err();
+            assert!(
+                matches!(&e, Error::FailedPrecondition(m) if m.contains("H query has")),
+                "{e}"
+            );
+        }
     }
 }

@@ -678,6 +678,20 @@ impl Engine {
         Ok(loaded_key(&c))
     }
 
+    /// Evicts circuit `id`'s key ([`Registry::evict`]) on a blocking thread:
+    /// dropping tens of GB and returning the heap's free pages to the
+    /// system take long enough to stall an async worker.
+    ///
+    /// # Errors
+    /// As [`Registry::evict`].
+    pub async fn evict(self: &Arc<Self>, id: &str) -> Result<bool> {
+        let e = self.clone();
+        let id = id.to_string();
+        tokio::task::spawn_blocking(move || e.registry.evict(&id))
+            .await
+            .map_err(|e| Error::Internal(format!("key eviction task: {e}")))?
+    }
+
     /// The daemon's state, for GetStatus, `cuzk status` and the metrics.
     ///
     /// # Errors

@@ -230,7 +230,7 @@ impl pb::prover_server::Prover for ProverService {
         &self,
         req: Request<pb::EvictKeyRequest>,
     ) -> Result<Response<pb::EvictKeyResponse>, Status> {
-        let evicted = self.engine.registry().evict(&req.into_inner().circuit_id)?;
+        let evicted = self.engine.evict(&req.into_inner().circuit_id).await?;
         Ok(Response::new(pb::EvictKeyResponse { evicted }))
     }
 }

@@ -307,7 +307,8 @@ impl Prover {
         if !(pk.h_query.len() as u128 + 1).is_power_of_two() {
             return Err(Error::InvalidArgument(format!(
                 "malformed proving key: an H query of {} points, where a QAP domain of 2^k \
-                 gives 2^k - 1",
+                 gives 2^k - 1 (up to 2^32): the key is damaged or not a radix-2 Groth16 key; \
+                 make it again with the circuit's setup",
                 pk.h_query.len()
             )));
         }

@@ -131,7 +131,8 @@ impl PorepShaped {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a domain beyond Fr's 2^32, one too
-    /// small for a block's seed bits, or more public inputs than blocks.
+    /// small for a block's seed bits, more public inputs than blocks, or a
+    /// last block too short for its seed bits and a packing.
     pub fn check(&self) -> Result<()> {
         if self.log_domain > cuzk_ntt::MAX_LOG_N {
             return Err(Error::InvalidArgument(format!(
