@@ -505,7 +505,7 @@ fn one(
                     trimmed.elapsed().as_secs_f64()
                 ));
                 let need = 3 * (n.next_power_of_two() as u64) * 32 + (8 << 30);
-                if host_available_bytes().is_some_and(|a| a >= need) {
+                if cuzk_alloc::host_memory_available().is_some_and(|a| a >= need) {
                     prover = prover.with_check_witness(true);
                     let (ms, host_eval) = once_ms(|| prove(&prover, &job));
                     prover = prover.with_check_witness(false);
@@ -830,19 +830,6 @@ fn release_free_host_memory() {
     }
 }
 
-/// MemAvailable of /proc/meminfo, bytes (Linux; `None` elsewhere).
-fn host_available_bytes() -> Option<u64> {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse::<u64>()
-        .ok()
-        .map(|kb| kb * 1024)
-}
-
 /// Peak resident set of this process, bytes (Linux: VmHWM of
 /// /proc/self/status; 0 where it cannot be read).
 fn host_peak_bytes() -> u64 {
@@ -922,7 +909,7 @@ fn batch(
         let need = copies
             + 2 * std::mem::size_of_val(witness.full_assignment.as_slice()) as u64
             + (4 << 30);
-        if let Some(avail) = host_available_bytes() {
+        if let Some(avail) = cuzk_alloc::host_memory_available() {
             if avail < need {
                 rec.checks.skip(
                     LAYER,

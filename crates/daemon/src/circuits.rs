@@ -632,7 +632,7 @@ pub fn keygen_porep<R: rand::RngCore>(
     check_id(id)?;
     let c = PorepShaped::new(log_domain, 1, seed);
     c.check()?;
-    check_host_memory(&c, true, crate::engine::host_memory_total())?;
+    check_host_memory(&c, true, cuzk_alloc::host_memory_total())?;
     let w = c.matrices()?;
     let pk = PorepShaped::random_key(&w, rng)?;
     let dir = key_dir.join(id);
@@ -662,7 +662,7 @@ pub fn porep_witness(log_domain: u32, seed: u64, values_seed: u64) -> Result<cra
         ..cuzk_prover::synthetic::PorepShaped::new(log_domain, 1, seed)
     };
     c.check()?;
-    check_host_memory(&c, false, crate::engine::host_memory_total())?;
+    check_host_memory(&c, false, cuzk_alloc::host_memory_total())?;
     let w = c.matrices()?;
     crate::Assignment::from_full(&w.full_assignment, w.num_inputs)
 }
@@ -778,7 +778,7 @@ mod tests {
         check_host_memory(&c28, true, None).unwrap();
         // On this host: 2^32 exceeds any test machine's memory (where the
         // host's memory is known: elsewhere nothing is checked).
-        if crate::engine::host_memory_total().is_none() {
+        if cuzk_alloc::host_memory_total().is_none() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

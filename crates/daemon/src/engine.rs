@@ -1526,21 +1526,7 @@ fn write_synced(p: &Path, bytes: &[u8]) -> Result<()> {
 
 /// The host's memory (MemTotal of /proc/meminfo), bytes; 16 GiB if unknown.
 fn host_memory_bytes() -> u64 {
-    host_memory_total().unwrap_or(16 << 30)
-}
-
-/// The host's memory (MemTotal of /proc/meminfo), bytes; `None` where
-/// /proc/meminfo cannot be read (not Linux).
-pub(crate) fn host_memory_total() -> Option<u64> {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map(|kb| kb.saturating_mul(1024))
+    cuzk_alloc::host_memory_total().unwrap_or(16 << 30)
 }
 
 /// The database file of a `sqlite:` URL (`sqlite://PATH`, `sqlite:PATH`,

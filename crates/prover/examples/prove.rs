@@ -639,20 +639,6 @@ fn sha256(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     Ok(())
 }
 
-/// The host's memory (MemTotal of /proc/meminfo), bytes; `None` where
-/// it cannot be read.
-fn host_memory_total() -> Option<u64> {
-    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = m
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb.saturating_mul(1024))
-}
-
 fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
     let k = args.log_constraints;
     let porep = args.circuit == CircuitKind::Porep;
@@ -661,7 +647,7 @@ fn synthetic(args: &Args, rng: &mut ChaCha20Rng) -> Result<()> {
         let c = cuzk_prover::synthetic::PorepShaped::new(k, 1, args.seed);
         c.check()?;
         let need = c.host_bytes_at_least(true);
-        if let Some(total) = host_memory_total().filter(|&t| need > t) {
+        if let Some(total) = cuzk_alloc::host_memory_total().filter(|&t| need > t) {
             bail!(
                 "a PoRep-shaped circuit of 2^{k} domain and its key need at least {:.0} GiB of \
                  host memory; this host has {:.0} GiB: give a smaller --log-constraints (the \
