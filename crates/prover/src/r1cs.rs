@@ -229,8 +229,8 @@ pub fn synthesize<C: ConstraintSynthesizer<Fr>>(circuit: C, check: bool) -> Resu
 }
 
 /// The first constraint i of `m` with `<A_i, z> * <B_i, z> != <C_i, z>`
-/// (a column past `z` counts as unsatisfied).
-fn first_unsatisfied(m: &ConstraintMatrices, z: &[Fr]) -> Option<usize> {
+/// (a column past `z` counts as unsatisfied), on all cores.
+pub(crate) fn first_unsatisfied(m: &ConstraintMatrices, z: &[Fr]) -> Option<usize> {
     let dot = |row: &Vec<(Fr, usize)>| -> Option<Fr> {
         row.iter()
             .try_fold(Fr::zero(), |acc, &(c, j)| Some(acc + c * z.get(j)?))

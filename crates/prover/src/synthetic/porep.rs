@@ -372,12 +372,7 @@ impl PorepShaped {
 
 /// Whether every constraint of `w` holds: `<A_i, z> <B_i, z> = <C_i, z>`.
 pub fn is_satisfied(w: &Synthesized) -> bool {
-    let z = &w.full_assignment;
-    let dot = |row: &Vec<(Fr, usize)>| row.iter().map(|&(c, j)| c * z[j]).sum::<Fr>();
-    let m = &w.matrices;
-    (0..m.num_constraints)
-        .into_par_iter()
-        .all(|i| dot(&m.a[i]) * dot(&m.b[i]) == dot(&m.c[i]))
+    crate::r1cs::first_unsatisfied(&w.matrices, &w.full_assignment).is_none()
 }
 
 #[cfg(test)]
