@@ -104,7 +104,8 @@ mod tests {
     fn a_refusal_names_its_entry_point() {
         if let Err(e @ cuzk_field::Error::NoCudaBuild(_)) = Stream::new(0) {
             assert!(
-                e.to_string().ends_with("(from cuzk_stream_create_priority)"),
+                e.to_string()
+                    .ends_with("(from cuzk_stream_create_priority)"),
                 "{e}"
             );
         }
