@@ -1,7 +1,8 @@
 // The evaluation of one row of a compact R1CS chunk (cuzk_r1cs_rows, see
-// include/cuzk/prover.h): the same code on the GPU (prover.cu's kernel)
-// and on the host (host.cpp, which CPU tests check against the Rust
-// reference of the compact form).
+// include/cuzk/prover.h) and the read of one element of a full assignment,
+// dense or compact (cuzk_assignment): the same code on the GPU (prover.cu's
+// kernels) and on the host (host.cpp, which CPU tests check against the
+// Rust references).
 #pragma once
 
 #include <cstdint>
@@ -47,23 +48,50 @@ CUZK_HD CUZK_INLINE Fr zero_fr() {
     return r;
 }
 
+CUZK_HD CUZK_INLINE uint32_t popcount64(uint64_t x) {
+#ifdef __CUDA_ARCH__
+    return (uint32_t)__popcll(x);
+#else
+    return (uint32_t)__builtin_popcountll(x);
+#endif
+}
+
+// Whether an assignment's arrays are there: values, and ones, others and
+// rank too when compact.
+CUZK_HD CUZK_INLINE bool assignment_ok(const cuzk_assignment& z) {
+    return z.values && (!z.ones || (z.others && z.rank));
+}
+
+// z[i] of an assignment (see cuzk_assignment), i < z.num_variables. The
+// compact form's two bitmasks (1/32 of the dense bytes at 2^27: 32 MiB)
+// mostly sit in the GPU's L2 cache, where the dense form's 32-byte loads
+// of random columns go to device memory.
+CUZK_HD CUZK_INLINE Fr load_z(const cuzk_assignment& z, uint64_t i) {
+    const Fr* values = static_cast<const Fr*>(z.values);
+    if (!z.ones) return load_fr(values + i);
+    const uint64_t w = i >> 6, bit = 1ull << (i & 63);
+    if (z.ones[w] & bit) return Fr::one();
+    const uint64_t others = z.others[w];
+    if (others & bit) return load_fr(values + z.rank[w] + popcount64(others & (bit - 1)));
+    return zero_fr();
+}
+
 // Row r of the chunk: the sum of coefficient * z[column] over its entries
 // (index CUZK_R1CS_COEFF_ONE adds, CUZK_R1CS_COEFF_MINUS_ONE subtracts,
 // others multiply by the table's entry). An entry out of range adds
 // nothing and sets *bad.
 CUZK_HD CUZK_INLINE Fr eval_row(const cuzk_r1cs_rows& a, uint64_t r, bool* bad) {
     const Fr* coeff = static_cast<const Fr*>(a.coefficients);
-    const Fr* z = static_cast<const Fr*>(a.z);
     const uint32_t lo = r == 0 ? 0 : a.row_end[r - 1], hi = a.row_end[r];
     Fr acc = zero_fr();
     for (uint32_t k = lo; k < hi; k++) {
         const uint64_t e = a.entries[k];
         const uint32_t col = (uint32_t)e, ci = (uint32_t)(e >> 32);
-        if (col >= a.num_variables || ci >= a.num_coefficients) {
+        if (col >= a.z.num_variables || ci >= a.num_coefficients) {
             *bad = true;
             continue;
         }
-        const Fr v = load_fr(z + col);
+        const Fr v = load_z(a.z, col);
         if (ci == CUZK_R1CS_COEFF_ONE)
             acc = acc + v;
         else if (ci == CUZK_R1CS_COEFF_MINUS_ONE)

@@ -7,7 +7,8 @@
 extern "C" {
 
 cuzk_status cuzk_r1cs_eval_rows(int32_t, const cuzk_r1cs_rows*, void*) { return cuzk::no_cuda_build("cuzk_r1cs_eval_rows"); }
-cuzk_status cuzk_r1cs_fill_tail(int32_t, void*, const void*, uint64_t, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_r1cs_fill_tail"); }
+cuzk_status cuzk_r1cs_fill_tail(int32_t, void*, const cuzk_assignment*, uint64_t, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_r1cs_fill_tail"); }
+cuzk_status cuzk_assignment_expand(int32_t, void*, const cuzk_assignment*, void*) { return cuzk::no_cuda_build("cuzk_assignment_expand"); }
 cuzk_status cuzk_prover_gather(int32_t, void*, const void*, const uint32_t*, uint64_t, uint64_t, void*) { return cuzk::no_cuda_build("cuzk_prover_gather"); }
 
 }  // extern "C"

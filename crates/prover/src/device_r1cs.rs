@@ -1,7 +1,9 @@
 //! The R1CS on the GPU: the evaluations `A z`, `B z`, `C z` of a
-//! [`SparseR1cs`] against a device-resident assignment, its chunks resident
-//! on the device or streamed from page-locked host memory on every proof.
+//! [`SparseR1cs`] against a device-resident assignment (dense or compact),
+//! its chunks resident on the device or streamed from page-locked host
+//! memory on every proof.
 
+use crate::assignment::DeviceAssignment;
 use crate::query::page_lock;
 use crate::sparse::{RowChunk, SparseR1cs};
 use crate::{sys, Error, Fr, Result};
@@ -133,7 +135,7 @@ impl DeviceR1cs {
     pub(crate) fn evaluate(
         &self,
         k: usize,
-        z: &DeviceBuffer<Fr>,
+        z: &DeviceAssignment,
         out: &mut DeviceBuffer<Fr>,
         copy: usize,
         stream: &Stream,
@@ -152,7 +154,7 @@ impl DeviceR1cs {
     pub(crate) fn evaluate_beside(
         &self,
         k: usize,
-        z: &DeviceBuffer<Fr>,
+        z: &DeviceAssignment,
         out: &mut DeviceBuffer<Fr>,
         copy: usize,
         stream: &Stream,
@@ -181,6 +183,7 @@ impl DeviceR1cs {
         bad.copy_from_host(&[0])?;
         let out_ptr = out.as_mut_ptr();
         let bad_ptr = bad.as_mut_ptr();
+        let zr = z.raw();
         let launch = |c: &RowChunk, words: *const u64| -> Result<()> {
             // Offsets inside the chunk's words (the pointers are only
             // computed here, read by the kernel).
@@ -192,8 +195,7 @@ impl DeviceR1cs {
                 rows: c.rows as u64,
                 coefficients: table.cast(),
                 num_coefficients: c.coefficients as u64,
-                z: z.as_ptr().cast(),
-                num_variables: z.len() as u64,
+                z: zr,
                 // SAFETY: first_row + rows <= nc <= out.len() (checked).
                 out: unsafe { out_ptr.add(c.first_row) }.cast(),
                 bad: bad_ptr,
@@ -220,7 +222,7 @@ impl DeviceR1cs {
             sys::cuzk_r1cs_fill_tail(
                 dev,
                 out_ptr.add(nc).cast(),
-                z.as_ptr().cast(),
+                &zr,
                 copy as u64,
                 tail as u64,
                 stream.as_raw(),
@@ -339,6 +341,24 @@ pub(crate) fn gather(
 /// [`Error::Internal`] when the row code flags an entry out of range.
 #[cfg(test)]
 pub(crate) fn eval_rows_host(sparse: &SparseR1cs, k: usize, z: &[Fr]) -> Result<Vec<Fr>> {
+    let dense = sys::cuzk_assignment {
+        ones: std::ptr::null(),
+        others: std::ptr::null(),
+        rank: std::ptr::null(),
+        values: z.as_ptr().cast(),
+        num_variables: z.len() as u64,
+    };
+    eval_rows_host_with(sparse, k, dense)
+}
+
+/// [`eval_rows_host`] against an assignment in either form (host pointers,
+/// valid for the call).
+#[cfg(test)]
+pub(crate) fn eval_rows_host_with(
+    sparse: &SparseR1cs,
+    k: usize,
+    z: sys::cuzk_assignment,
+) -> Result<Vec<Fr>> {
     use ark_ff::AdditiveGroup;
     let mut out = vec![Fr::ZERO; sparse.num_constraints()];
     let mut bad = 0u32;
@@ -350,14 +370,13 @@ pub(crate) fn eval_rows_host(sparse: &SparseR1cs, k: usize, z: &[Fr]) -> Result<
             rows: c.rows as u64,
             coefficients: words.wrapping_add(c.table_offset()).cast(),
             num_coefficients: c.coefficients as u64,
-            z: z.as_ptr().cast(),
-            num_variables: z.len() as u64,
+            z,
             out: out[c.first_row..c.first_row + c.rows].as_mut_ptr().cast(),
             bad: &mut bad,
         };
-        // SAFETY: host pointers into the chunk's words, `z` and `out`, valid
-        // for the call; the row code reads inside them (entries out of
-        // range are skipped and flagged).
+        // SAFETY: host pointers into the chunk's words, `z`'s arrays and
+        // `out`, valid for the call; the row code reads inside them
+        // (entries out of range are skipped and flagged).
         check(unsafe { sys::cuzk_r1cs_eval_rows_host(&args) })?;
     }
     if bad != 0 {
@@ -398,5 +417,42 @@ mod tests {
         // An assignment too short: flagged, not read past.
         let s = SparseR1cs::new(matrices).unwrap();
         assert!(eval_rows_host(&s, 0, &z[..vars / 2]).is_err());
+    }
+
+    /// The row code reads a compact assignment as the dense one: a witness
+    /// of mostly 0s and 1s with a few other values, chunks cut small and at
+    /// the defaults; an assignment too short is flagged there too.
+    #[test]
+    fn kernel_row_code_reads_compact_assignments() {
+        use crate::assignment::CompactAssignment;
+        use ark_ff::{AdditiveGroup, Field};
+        use rand::Rng;
+        let mut rng = ChaCha20Rng::seed_from_u64(0xc0a5);
+        let (rows, vars) = (2000, 900);
+        let matrices = Arc::new(crate::sparse::tests::random_matrices(&mut rng, rows, vars));
+        let z: Vec<Fr> = (0..vars)
+            .map(|_| match rng.gen_range(0..20) {
+                0..=8 => Fr::ZERO,
+                9..=17 => Fr::ONE,
+                18 => -Fr::ONE,
+                _ => Fr::rand(&mut rng),
+            })
+            .collect();
+        let compact = CompactAssignment::of(&z).unwrap();
+        let log_n = crate::qap::domain_log_size(rows, 1).unwrap();
+        for (max_rows, max_entries) in [(7, 29), (1 << 20, 1 << 23)] {
+            let s = SparseR1cs::with_limits(matrices.clone(), max_rows, max_entries).unwrap();
+            let want = s.evaluate(&z, 1, log_n).unwrap();
+            for (k, w) in want.iter().enumerate() {
+                assert_eq!(
+                    eval_rows_host_with(&s, k, compact.raw_host()).unwrap(),
+                    w[..rows],
+                    "matrix {k}, limits {max_rows} {max_entries}"
+                );
+            }
+        }
+        let short = CompactAssignment::of(&z[..vars / 2]).unwrap();
+        let s = SparseR1cs::new(matrices).unwrap();
+        assert!(eval_rows_host_with(&s, 0, short.raw_host()).is_err());
     }
 }

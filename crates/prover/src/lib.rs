@@ -67,6 +67,7 @@
 //! a circuit's R1CS matrices, written and read as a stream.
 
 mod admission;
+mod assignment;
 mod batch;
 #[cfg(feature = "circuits")]
 pub mod circuits;

@@ -1,5 +1,6 @@
 //! [`Prover`]: a Groth16 prover for one proving key, on a GPU or the CPU.
 
+use crate::assignment::{CompactAssignment, DeviceAssignment};
 use crate::device_r1cs::DeviceR1cs;
 use crate::memory::{self, PROVER_FULL_TWIDDLE_MAX_BYTES};
 use crate::query::{Masked, NonZero, Query, Residency};
@@ -120,9 +121,13 @@ pub(crate) struct Prepared {
     /// The evaluations on the host; `None` when the GPU evaluates them
     /// from the prover's R1CS ([`Prover::with_r1cs`]) in the GPU stage.
     abc: Option<[Vec<Fr>; 3]>,
-    /// With `abc` `None`: the assignment copied into pinned host memory,
-    /// when pinned memory could be had (else the GPU stage uploads it from
-    /// the job's own, pageable, vector).
+    /// With `abc` `None`: the assignment in compact form, when at most
+    /// half of its values are neither 0 nor 1 (what the GPU stage then
+    /// uploads: about 1/100 of the dense bytes for a witness of bits).
+    z_compact: Option<CompactAssignment>,
+    /// With `abc` `None` and no compact form: the assignment copied into
+    /// pinned host memory, when pinned memory could be had (else the GPU
+    /// stage uploads it from the job's own, pageable, vector).
     z_pinned: Option<PinnedBuffer<Fr>>,
     /// With `abc` `None`: the non-zero scalars of each streamed witness
     /// query, whose bases alone then cross PCIe.
@@ -859,13 +864,16 @@ impl Prover {
     /// evaluates `A z`, `B z`, `C z`. `witness_ms` is the job's synthesis
     /// time (zero when it came synthesized), kept in the timings.
     ///
-    /// `pin`: where the GPU evaluates, copy the assignment into a pinned
-    /// buffer now, so that the GPU stage uploads it by DMA alone. That pays
-    /// when this stage runs while another proof holds the GPU; a proof
-    /// whose GPU stage can start at once passes `false` and uploads through
-    /// the NTT engine's staged copies instead, whose host copies overlap
-    /// the DMA (while another upload holds the staging buffers, a plain
-    /// copy from pageable memory, slower).
+    /// Where the GPU evaluates, the assignment's compact form is made now
+    /// ([`CompactAssignment::of`]: one pass over it on rayon's threads)
+    /// when at most half of its values are neither 0 nor 1. Otherwise,
+    /// with `pin`, the assignment is copied into a pinned buffer now, so
+    /// that the GPU stage uploads it by DMA alone. That pays when this
+    /// stage runs while another proof holds the GPU; a proof whose GPU
+    /// stage can start at once passes `false` and uploads through the NTT
+    /// engine's staged copies instead, whose host copies overlap the DMA
+    /// (while another upload holds the staging buffers, a plain copy from
+    /// pageable memory, slower).
     pub(crate) fn prepare(
         &self,
         job: &ProofJob<'_>,
@@ -874,13 +882,23 @@ impl Prover {
     ) -> Result<Prepared> {
         let log_n = self.check_job(job)?;
         let t0 = Instant::now();
-        let mut z_pinned = None;
+        let (mut z_pinned, mut z_compact) = (None, None);
         let abc = match (self.evaluates_on_gpu(job), &self.r1cs) {
             (true, Some(r)) => {
                 r.check_assignment(job.full_assignment.len(), job.num_inputs, log_n)?;
+                z_compact = CompactAssignment::of(job.full_assignment);
+                tracing::debug!(
+                    target: "cuzk_prover",
+                    compact_bytes = z_compact.as_ref().map(CompactAssignment::bytes),
+                    dense_bytes = std::mem::size_of_val(job.full_assignment),
+                    "the assignment's form for the GPU"
+                );
                 // An assignment already in page-locked memory (a caller's
                 // pinned buffer) goes up from there by DMA.
-                if pin && !cuzk_alloc::is_page_locked(job.full_assignment).unwrap_or(false) {
+                if z_compact.is_none()
+                    && pin
+                    && !cuzk_alloc::is_page_locked(job.full_assignment).unwrap_or(false)
+                {
                     z_pinned = self.gpu.as_ref().and_then(|g| g.pin(job.full_assignment));
                 }
                 None
@@ -902,6 +920,7 @@ impl Prover {
         Ok(Prepared {
             log_n,
             abc,
+            z_compact,
             z_pinned,
             nonzero,
             defer_witness: false,
@@ -1132,6 +1151,7 @@ impl Prover {
         let Prepared {
             log_n,
             abc,
+            z_compact,
             z_pinned,
             mut nonzero,
             defer_witness,
@@ -1152,7 +1172,9 @@ impl Prover {
         let t0 = Instant::now();
         let stage_start = t0;
         // The device-resident assignment, when the GPU evaluates the R1CS:
-        // uploaded once, read by the evaluation and by every MSM.
+        // uploaded once (compact where the witness is mostly bits), read by
+        // the evaluation; written out dense for the witness MSMs of this
+        // stage (none when they wait for a batch's witness pass).
         let mut z_dev = None;
         // The GPU's evaluation, or the CPU's when the device path finds the
         // budget short (other work on the GPU took the room).
@@ -1161,10 +1183,14 @@ impl Prover {
         let abc = match (&self.gpu, abc, &self.device_r1cs) {
             (Some(g), None, Some(d)) => {
                 let on_device = || -> Result<_> {
-                    // From the pinned copy by DMA when the CPU stage made one.
-                    let zd = match &z_pinned {
-                        Some(p) => g.ntt.upload(p)?,
-                        None => g.ntt.upload(z)?,
+                    // The compact form, else from the pinned copy by DMA
+                    // when the CPU stage made one.
+                    let zd = match (&z_compact, &z_pinned) {
+                        (Some(c), _) => {
+                            DeviceAssignment::upload(c, g.ntt.memory(), g.ntt.stream())?
+                        }
+                        (None, Some(p)) => DeviceAssignment::Dense(g.ntt.upload(p)?),
+                        (None, None) => DeviceAssignment::Dense(g.ntt.upload(z)?),
                     };
                     let third = sole && crate::stage::alone(g.ntt.memory());
                     let h = qap::device_quotient(&g.ntt, d, &zd, job.num_inputs, log_n, third)?;
@@ -1209,11 +1235,30 @@ impl Prover {
                 // work: counted in the H stage, marked as on the GPU.
                 t.eval_on_gpu = true;
                 t.h_ntt_ms = ms(t0);
-                // Deferred, the witness MSMs wait for the batch's pass:
-                // H's MSM alone, with the whole stage's memory.
-                let shares = match defer_witness {
+                // Deferred, the witness MSMs wait for the batch's pass: z
+                // goes, and H's MSM runs alone with the stage's memory.
+                // Else they take z dense (from host scalars where the
+                // budget has no room for it).
+                let zd = match defer_witness {
                     true => None,
-                    false => self.msm_shares(g, z.len(), &nonzero)?,
+                    false => match zd.into_dense(g.ntt.memory(), g.ntt.stream()) {
+                        Ok(d) => Some(d),
+                        Err(Error::OutOfMemory(m)) => {
+                            tracing::warn!(
+                                target: "cuzk_prover",
+                                "no room for the dense assignment beside H ({m}); the witness \
+                                 MSMs take host scalars"
+                            );
+                            nonzero = WitnessNonZero::default();
+                            t.streamed_bytes = self.streamed_bytes();
+                            None
+                        }
+                        Err(e) => return Err(e),
+                    },
+                };
+                let shares = match (defer_witness, &zd) {
+                    (false, Some(_)) => self.msm_shares(g, z.len(), &nonzero)?,
+                    _ => None,
                 };
                 let acc = match shares {
                     Some((h_share, w_share)) => {
@@ -1237,7 +1282,7 @@ impl Prover {
                                 t.msm_h_ms = h_ms;
                                 let sums = self.witness_msms(
                                     job,
-                                    Some(&zd),
+                                    zd.as_ref(),
                                     Some(&w_share),
                                     &nonzero,
                                     &mut t,
@@ -1245,8 +1290,13 @@ impl Prover {
                                 return (acc, sums);
                             };
                             t.msm_overlapped = true;
-                            let sums =
-                                self.witness_msms(job, Some(&zd), Some(&w_share), &nonzero, &mut t);
+                            let sums = self.witness_msms(
+                                job,
+                                zd.as_ref(),
+                                Some(&w_share),
+                                &nonzero,
+                                &mut t,
+                            );
                             let (acc, h_ms) = h_msm.join().unwrap_or_else(|_| {
                                 // Its kernels may still be queued: wait for
                                 // the device before their buffers drop.
@@ -1268,7 +1318,7 @@ impl Prover {
                         acc
                     }
                 };
-                z_dev = Some(zd);
+                z_dev = zd;
                 acc
             }
             (Some(g), Some(abc), _) => {

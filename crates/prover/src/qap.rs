@@ -302,7 +302,7 @@ const THIRD_VECTOR_HEADROOM_BYTES: u64 = 256 << 20;
 pub(crate) fn device_quotient(
     ntt: &GpuNtt,
     r1cs: &crate::device_r1cs::DeviceR1cs,
-    z: &DeviceBuffer<Fr>,
+    z: &crate::assignment::DeviceAssignment,
     num_inputs: usize,
     log_n: u32,
     third: bool,

@@ -42,20 +42,52 @@ impl Default for cuzk_status {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct cuzk_assignment {
+    pub ones: *const u64,
+    pub others: *const u64,
+    pub rank: *const u32,
+    pub values: *const ::core::ffi::c_void,
+    pub num_variables: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cuzk_assignment"][::core::mem::size_of::<cuzk_assignment>() - 40usize];
+    ["Alignment of cuzk_assignment"][::core::mem::align_of::<cuzk_assignment>() - 8usize];
+    ["Offset of field: cuzk_assignment::ones"]
+        [::core::mem::offset_of!(cuzk_assignment, ones) - 0usize];
+    ["Offset of field: cuzk_assignment::others"]
+        [::core::mem::offset_of!(cuzk_assignment, others) - 8usize];
+    ["Offset of field: cuzk_assignment::rank"]
+        [::core::mem::offset_of!(cuzk_assignment, rank) - 16usize];
+    ["Offset of field: cuzk_assignment::values"]
+        [::core::mem::offset_of!(cuzk_assignment, values) - 24usize];
+    ["Offset of field: cuzk_assignment::num_variables"]
+        [::core::mem::offset_of!(cuzk_assignment, num_variables) - 32usize];
+};
+impl Default for cuzk_assignment {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct cuzk_r1cs_rows {
     pub row_end: *const u32,
     pub entries: *const u64,
     pub rows: u64,
     pub coefficients: *const ::core::ffi::c_void,
     pub num_coefficients: u64,
-    pub z: *const ::core::ffi::c_void,
-    pub num_variables: u64,
+    pub z: cuzk_assignment,
     pub out: *mut ::core::ffi::c_void,
     pub bad: *mut u32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of cuzk_r1cs_rows"][::core::mem::size_of::<cuzk_r1cs_rows>() - 72usize];
+    ["Size of cuzk_r1cs_rows"][::core::mem::size_of::<cuzk_r1cs_rows>() - 96usize];
     ["Alignment of cuzk_r1cs_rows"][::core::mem::align_of::<cuzk_r1cs_rows>() - 8usize];
     ["Offset of field: cuzk_r1cs_rows::row_end"]
         [::core::mem::offset_of!(cuzk_r1cs_rows, row_end) - 0usize];
@@ -68,12 +100,10 @@ const _: () = {
     ["Offset of field: cuzk_r1cs_rows::num_coefficients"]
         [::core::mem::offset_of!(cuzk_r1cs_rows, num_coefficients) - 32usize];
     ["Offset of field: cuzk_r1cs_rows::z"][::core::mem::offset_of!(cuzk_r1cs_rows, z) - 40usize];
-    ["Offset of field: cuzk_r1cs_rows::num_variables"]
-        [::core::mem::offset_of!(cuzk_r1cs_rows, num_variables) - 48usize];
     ["Offset of field: cuzk_r1cs_rows::out"]
-        [::core::mem::offset_of!(cuzk_r1cs_rows, out) - 56usize];
+        [::core::mem::offset_of!(cuzk_r1cs_rows, out) - 80usize];
     ["Offset of field: cuzk_r1cs_rows::bad"]
-        [::core::mem::offset_of!(cuzk_r1cs_rows, bad) - 64usize];
+        [::core::mem::offset_of!(cuzk_r1cs_rows, bad) - 88usize];
 };
 impl Default for cuzk_r1cs_rows {
     fn default() -> Self {
@@ -98,10 +128,24 @@ unsafe extern "C" {
     pub fn cuzk_r1cs_fill_tail(
         device: i32,
         out: *mut ::core::ffi::c_void,
-        z: *const ::core::ffi::c_void,
+        z: *const cuzk_assignment,
         copy: u64,
         len: u64,
         stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_assignment_expand(
+        device: i32,
+        out: *mut ::core::ffi::c_void,
+        z: *const cuzk_assignment,
+        stream: *mut ::core::ffi::c_void,
+    ) -> cuzk_status;
+}
+unsafe extern "C" {
+    pub fn cuzk_assignment_expand_host(
+        out: *mut ::core::ffi::c_void,
+        z: *const cuzk_assignment,
     ) -> cuzk_status;
 }
 unsafe extern "C" {
