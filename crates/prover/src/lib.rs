@@ -23,7 +23,8 @@
 //! batch over several GPUs and several workers a GPU. Given the circuit's
 //! R1CS once ([`Prover::with_r1cs`], a [`SparseR1cs`]), a GPU prover
 //! evaluates `A z`, `B z`, `C z` itself and keeps the whole proof on the
-//! device: the assignment crosses PCIe once. Where the key streams from
+//! device: the assignment crosses PCIe once (compact, as bitmasks, for a
+//! witness of mostly bits). Where the key streams from
 //! host memory (a 2^27 key on a 16 GiB card),
 //! [`MultiGpuProver::with_witness_pass`] runs a batch's witness MSMs in
 //! one pass a GPU: each witness query's bases cross PCIe once for up to 16

@@ -544,7 +544,9 @@ impl Prover {
     /// [`ProofJob::matrices`] is `r1cs.matrices()` itself (the same
     /// reference, see [`SparseR1cs::matrices`]) have `A z`, `B z`, `C z`
     /// evaluated on the GPU, and their whole proof stays on the device: the
-    /// full assignment crosses PCIe once, the evaluations and H never leave
+    /// full assignment crosses PCIe once (as two bitmasks and its other
+    /// values where at most half of it is neither 0 nor 1: about 1/100 of
+    /// its bytes for a witness of bits), the evaluations and H never leave
     /// the device, and the MSMs read their scalars from the device-resident
     /// assignment. Other jobs, the CPU path, and jobs proved with the
     /// witness check ([`Prover::with_check_witness`]) evaluate on the CPU
