@@ -81,9 +81,24 @@ impl CompactAssignment {
     }
 
     /// Number of variables.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// z[i]; zero past the end.
+    pub(crate) fn get(&self, i: usize) -> Fr {
+        if i >= self.len {
+            return Fr::ZERO;
+        }
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        if self.ones[w] & bit != 0 {
+            return Fr::ONE;
+        }
+        let others = self.others[w];
+        if others & bit == 0 {
+            return Fr::ZERO;
+        }
+        self.values[self.rank[w] as usize + (others & (bit - 1)).count_ones() as usize]
     }
 
     /// Bytes of the form (what crosses PCIe).
@@ -290,6 +305,7 @@ mod tests {
                 assert!(others <= len / 2);
                 assert_eq!(c.len(), len);
                 assert_eq!(expand_host(&c).unwrap(), z, "len {len}, weights {w0} {w1}");
+                assert!((0..len + 70).all(|i| c.get(i) == z.get(i).copied().unwrap_or(Fr::ZERO)));
                 assert_eq!(c.values.len(), others.max(1));
                 assert!(c.bytes() < (len * 32 + 64) as u64);
             }

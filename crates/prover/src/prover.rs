@@ -997,7 +997,8 @@ impl Prover {
     /// GPU stage then runs its witness MSMs itself) unless this prover is
     /// on a GPU and every non-empty witness query streams and has at most
     /// 1/16 of its scalars neither 0 nor 1. Scans the assignment on
-    /// rayon's threads.
+    /// rayon's threads: once, into its compact form, whose bitmasks the
+    /// masks are read from, where it is mostly 0s and 1s.
     pub(crate) fn witness_masks(&self, job: &ProofJob<'_>) -> Option<WitnessMasks> {
         self.gpu.as_ref()?;
         // A job of another shape fails on its own; it stays out of the
@@ -1005,24 +1006,30 @@ impl Prover {
         self.check_job(job).ok()?;
         let z = job.full_assignment;
         let from = |i: usize| z.get(i..).unwrap_or(&[]);
+        // One pass over z into its compact form, the masks then read from
+        // its bitmasks (else a pass over z's values a query).
+        let compact = CompactAssignment::of(z);
         macro_rules! masked {
-            ($q:expr, $host:expr) => {
+            ($q:expr, $start:expr) => {
                 if $q.is_empty() {
                     None
                 } else {
-                    Some($q.masked($host)?)
+                    Some(match &compact {
+                        Some(c) => $q.masked_compact(c, $start)?,
+                        None => $q.masked(from($start))?,
+                    })
                 }
             };
         }
         Some(WitnessMasks {
-            a: masked!(self.a, from(1)),
+            a: masked!(self.a, 1),
             b_g1: if job.r == Fr::ZERO {
                 None
             } else {
-                masked!(self.b_g1, from(1))
+                masked!(self.b_g1, 1)
             },
-            b_g2: masked!(self.b_g2, from(1)),
-            l: masked!(self.l, from(job.num_inputs)),
+            b_g2: masked!(self.b_g2, 1),
+            l: masked!(self.l, job.num_inputs),
         })
     }
 

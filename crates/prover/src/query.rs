@@ -2,6 +2,7 @@
 //! bases resident on the GPU, or streamed to it from page-locked host
 //! memory when the budget does not hold them).
 
+use crate::assignment::CompactAssignment;
 use crate::{Error, Fr, Result};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::AffineRepr;
@@ -162,7 +163,7 @@ fn nonzero_scalars(keep: Option<&[u32]>, points: usize, host: &[Fr]) -> Option<N
 /// scalars equal to 1 over the bases the MSMs use (bit j % 64 of word j /
 /// 64 for base j; the compacted bases when compacted), and the positions
 /// and values of the scalars neither 0 nor 1.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Masked {
     pub(crate) ones: Vec<u64>,
     others: Vec<u32>,
@@ -185,14 +186,31 @@ const OTHERS_DIVISOR: usize = 16;
 /// zero): `None` when more than 1/[`OTHERS_DIVISOR`] of the scalars are
 /// neither 0 nor 1. Scans on rayon's threads, 64 bases a task.
 fn masked_scalars(keep: Option<&[u32]>, points: usize, host: &[Fr]) -> Option<Masked> {
+    masked_by(keep, points, host.len(), |v| {
+        host.get(v).copied().unwrap_or(Fr::ZERO)
+    })
+}
+
+/// [`masked_scalars`] of an assignment of `len` values from the query's
+/// first variable, read through `value` (index from that variable).
+fn masked_by(
+    keep: Option<&[u32]>,
+    points: usize,
+    len: usize,
+    value: impl Fn(usize) -> Fr + Sync,
+) -> Option<Masked> {
     use rayon::prelude::*;
-    let n = keep.map_or(host.len().min(points), <[u32]>::len);
+    let n = keep.map_or(len.min(points), <[u32]>::len);
     let scalar = |j: usize| {
         let v = match keep {
             Some(k) => k[j] as usize,
             None => j,
         };
-        host.get(v).copied().unwrap_or(Fr::ZERO)
+        if v < len {
+            value(v)
+        } else {
+            Fr::ZERO
+        }
     };
     let one = Fr::ONE;
     let words: Vec<(u64, Vec<(u32, Fr)>)> = (0..n.div_ceil(64))
@@ -326,6 +344,22 @@ impl<P: MsmCurve> Query<P> {
             return None;
         }
         masked_scalars(self.keep.as_deref(), self.points, host)
+    }
+
+    /// [`Query::masked`] of the assignment `z` in compact form from
+    /// variable `start` (the query's first): the same masks, read from
+    /// `z`'s bitmasks (a few bytes a scalar) instead of 32-byte values.
+    pub(crate) fn masked_compact(&self, z: &CompactAssignment, start: usize) -> Option<Masked> {
+        self.streamed.as_ref()?;
+        if self.points == 0 {
+            return None;
+        }
+        masked_by(
+            self.keep.as_deref(),
+            self.points,
+            z.len().saturating_sub(start),
+            |v| z.get(start + v),
+        )
     }
 
     /// The bases a streamed MSM of `scalars` scalars of this query sends:
@@ -785,5 +819,34 @@ mod tests {
         tail.extend_from_slice(&dense);
         let m = masked_scalars(None, 64, &tail).expect("no others in the first 64");
         assert_eq!((m.ones, m.others.len()), (vec![u64::MAX], 0));
+    }
+
+    /// Masks read from the compact assignment equal those read from its
+    /// values: full and compacted queries, from variables 0, 1 and 70, the
+    /// query longer and shorter than the assignment.
+    #[test]
+    fn masks_from_the_compact_assignment() {
+        use crate::assignment::CompactAssignment;
+        let mut rng = ChaCha20Rng::seed_from_u64(0x6d63);
+        let n = 3000;
+        let z = witness(&mut rng, n, 58);
+        let c = CompactAssignment::of(&z).expect("mostly bits");
+        for start in [0usize, 1, 70] {
+            let host = &z[start..];
+            for points in [n - start, n + 100, 640] {
+                assert_eq!(
+                    masked_scalars(None, points, host),
+                    masked_by(None, points, c.len() - start, |v| c.get(start + v)),
+                    "start {start}, {points} points"
+                );
+            }
+            let keep: Vec<u32> = (0..n as u32 + 50).filter(|i| i % 3 != 1).collect();
+            assert_eq!(
+                masked_scalars(Some(&keep), keep.len(), host),
+                masked_by(Some(&keep), keep.len(), c.len() - start, |v| c
+                    .get(start + v)),
+                "start {start}, compacted"
+            );
+        }
     }
 }
