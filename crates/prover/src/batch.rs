@@ -125,7 +125,7 @@ impl Prover {
         // its GPU stage at once and does not.
         let prepare = |j: J, pin: bool| -> Result<(J::Witness, Prepared)> {
             let w = j.synthesize(check)?;
-            let p = self.prepare(&J::job(&w), J::synthesis_ms(&w), pin)?;
+            let p = self.prepare(&J::job(&w), J::synthesis_ms(&w), pin, None)?;
             Ok((w, p))
         };
         if !pipelined || jobs.len() < 2 {

@@ -23,7 +23,7 @@
 //! into pinned memory), and no proof runs out of memory for want of a plan.
 
 use crate::admission::Registration;
-use crate::prover::{Staged, WitnessMasks, WitnessSums};
+use crate::prover::{Compacted, Staged, WitnessMasks, WitnessSums};
 use crate::{Error, Proof, ProofJob, ProofTimings, Prover, ProvingKey, Result, SparseR1cs};
 use cuzk_alloc::DeviceMemory;
 use cuzk_alloc::Reservation;
@@ -119,24 +119,26 @@ impl Lane {
     /// during its wait; so do all with `pin_always` (a warm-up, which must
     /// leave the pinned buffers a batch will use).
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration, pin_always: bool) -> Result<MultiProof> {
-        let staged = self.stage(job, timeout, pin_always, || false)?;
+        let staged = self.stage(job, timeout, pin_always, || (false, None))?;
         self.complete(job, staged, None)
     }
 
-    /// [`Lane::prove`] through the GPU stage: `defer` (asked after the CPU
-    /// stage, before admission) says whether the proof's witness MSMs wait
-    /// for a batch's witness pass.
+    /// [`Lane::prove`] through the GPU stage: `defer` (asked before the
+    /// CPU stage) says whether the proof's witness MSMs wait for a batch's
+    /// witness pass, and gives the assignment's compact form when the
+    /// masks were read from it (the CPU stage then need not make it).
     fn stage(
         &self,
         job: &ProofJob<'_>,
         timeout: Duration,
         pin_always: bool,
-        defer: impl FnOnce() -> bool,
+        defer: impl FnOnce() -> (bool, Option<Compacted>),
     ) -> Result<Staged> {
         let idle = !pin_always && self.prover.evaluates_on_gpu(job) && self.gate.idle();
         let now = if idle { self.gate.try_admit() } else { None };
-        let mut prepared = self.prover.prepare(job, 0.0, now.is_none())?;
-        prepared.defer_witness = defer();
+        let (defer_witness, compacted) = defer();
+        let mut prepared = self.prover.prepare(job, 0.0, now.is_none(), compacted)?;
+        prepared.defer_witness = defer_witness;
         let admitted = match now {
             Some(admitted) => admitted,
             None => self.gate.admit(timeout)?,
@@ -155,8 +157,9 @@ impl Lane {
     /// ([`MultiGpuProver::with_witness_pass`]): `queue` (indices into
     /// `jobs`) taken in order by `workers` threads, each proof's GPU stage
     /// running H and its MSM only; a thread of its own makes every
-    /// proof's masks (in queue order; a worker waits for its proof's before
-    /// its GPU stage, and leaves the witness MSMs to the pass only where
+    /// proof's masks (in queue order, from the assignment's compact form,
+    /// which it hands to the proof; a worker waits for its proof's before
+    /// its CPU stage, and leaves the witness MSMs to the pass only where
     /// there are masks); the pass runs beside the workers' GPU stages
     /// within a reservation of the budget taken before them (so that their
     /// plans see the budget without it), or, where no room can be had or
@@ -178,12 +181,17 @@ impl Lane {
                     .iter()
                     .enumerate()
                     .map(|(k, &i)| {
-                        let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            self.prover.witness_masks(&jobs[i])
-                        }))
-                        .ok()
-                        .flatten();
-                        decided.set(k, m.is_some());
+                        // The compact form once, for the masks and then
+                        // the proof's GPU stage.
+                        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let c = self.prover.compacted(&jobs[i]);
+                            (self.prover.witness_masks(&jobs[i], c.as_deref()), c)
+                        }));
+                        let (m, c) = match made {
+                            Ok((m, c)) => (m, Some(c)),
+                            Err(_) => (None, None),
+                        };
+                        decided.set(k, m.is_some(), c);
                         (i, m)
                     })
                     .collect::<Vec<_>>()
@@ -368,9 +376,13 @@ impl Lane {
 /// Whether each queued proof of a batch with a witness pass has masks: set
 /// once by the thread that makes them, waited for by the workers.
 struct Decisions {
-    made: Mutex<Vec<Option<bool>>>,
+    made: Mutex<Vec<Option<Decision>>>,
     ready: Condvar,
 }
+
+/// Whether a proof has masks for the pass, and its assignment's compact
+/// form when the masks thread made it (taken by the proof's worker).
+type Decision = (bool, Option<Compacted>);
 
 impl Decisions {
     fn new(n: usize) -> Self {
@@ -380,21 +392,22 @@ impl Decisions {
         }
     }
 
-    fn set(&self, k: usize, masks: bool) {
+    fn set(&self, k: usize, masks: bool, compacted: Option<Compacted>) {
         let mut m = self.made.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = m.get_mut(k) {
-            *slot = Some(masks);
+            *slot = Some((masks, compacted));
         }
         self.ready.notify_all();
     }
 
-    /// Decision `k`, once made (`false` past the last).
-    fn wait(&self, k: usize) -> bool {
+    /// Decision `k`, once made (`false` past the last), its compact form
+    /// taken out (a second wait gets none).
+    fn wait(&self, k: usize) -> Decision {
         let mut m = self.made.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            match m.get(k) {
-                None => return false,
-                Some(Some(v)) => return *v,
+            match m.get_mut(k) {
+                None => return (false, None),
+                Some(Some((v, c))) => return (*v, c.take()),
                 Some(None) => m = self.ready.wait(m).unwrap_or_else(|p| p.into_inner()),
             }
         }

@@ -124,7 +124,7 @@ pub(crate) struct Prepared {
     /// With `abc` `None`: the assignment in compact form, when at most
     /// half of its values are neither 0 nor 1 (what the GPU stage then
     /// uploads: about 1/100 of the dense bytes for a witness of bits).
-    z_compact: Option<CompactAssignment>,
+    z_compact: Compacted,
     /// With `abc` `None` and no compact form: the assignment copied into
     /// pinned host memory, when pinned memory could be had (else the GPU
     /// stage uploads it from the job's own, pageable, vector).
@@ -155,6 +155,12 @@ pub(crate) struct WitnessMasks {
     b_g2: Option<Masked>,
     l: Option<Masked>,
 }
+
+/// A job's assignment in compact form ([`CompactAssignment::of`]), made
+/// once and shared by a batch's witness masks and the proof's GPU stage:
+/// `None` where the job is not evaluated on the GPU or its assignment is
+/// not mostly 0s and 1s.
+pub(crate) type Compacted = Option<Arc<CompactAssignment>>;
 
 /// A proof after its GPU stage: H's MSM, and the witness MSMs' sums unless
 /// they wait for the batch's witness pass (`sums` `None`).
@@ -767,7 +773,7 @@ impl Prover {
         let r = Fr::rand(rng);
         let s = Fr::rand(rng);
         let job = w.job(r, s);
-        let prepared = self.prepare(&job, w.synthesis_ms, false)?;
+        let prepared = self.prepare(&job, w.synthesis_ms, false, None)?;
         self.finish(&job, prepared)
     }
 
@@ -785,7 +791,7 @@ impl Prover {
     /// assignment, or (with the witness check) when a constraint is not
     /// satisfied; GPU errors ([`Error::OutOfMemory`], CUDA errors).
     pub fn prove_job(&self, job: &ProofJob<'_>) -> Result<(Proof, ProofTimings)> {
-        let prepared = self.prepare(job, 0.0, false)?;
+        let prepared = self.prepare(job, 0.0, false, None)?;
         self.finish(job, prepared)
     }
 
@@ -866,9 +872,9 @@ impl Prover {
     /// evaluates `A z`, `B z`, `C z`. `witness_ms` is the job's synthesis
     /// time (zero when it came synthesized), kept in the timings.
     ///
-    /// Where the GPU evaluates, the assignment's compact form is made now
-    /// ([`CompactAssignment::of`]: one pass over it on rayon's threads)
-    /// when at most half of its values are neither 0 nor 1. Otherwise,
+    /// Where the GPU evaluates, the assignment's compact form is `compacted`
+    /// when given (a batch's witness masks made it), else made now
+    /// ([`Prover::compacted`]). Otherwise,
     /// with `pin`, the assignment is copied into a pinned buffer now, so
     /// that the GPU stage uploads it by DMA alone. That pays when this
     /// stage runs while another proof holds the GPU; a proof whose GPU
@@ -881,6 +887,7 @@ impl Prover {
         job: &ProofJob<'_>,
         witness_ms: f64,
         pin: bool,
+        compacted: Option<Compacted>,
     ) -> Result<Prepared> {
         let log_n = self.check_job(job)?;
         let t0 = Instant::now();
@@ -888,10 +895,10 @@ impl Prover {
         let abc = match (self.evaluates_on_gpu(job), &self.r1cs) {
             (true, Some(r)) => {
                 r.check_assignment(job.full_assignment.len(), job.num_inputs, log_n)?;
-                z_compact = CompactAssignment::of(job.full_assignment);
+                z_compact = compacted.unwrap_or_else(|| self.compacted(job));
                 tracing::debug!(
                     target: "cuzk_prover",
-                    compact_bytes = z_compact.as_ref().map(CompactAssignment::bytes),
+                    compact_bytes = z_compact.as_deref().map(CompactAssignment::bytes),
                     dense_bytes = std::mem::size_of_val(job.full_assignment),
                     "the assignment's form for the GPU"
                 );
@@ -991,30 +998,43 @@ impl Prover {
         Ok((proof, t))
     }
 
+    /// `job`'s assignment in compact form where the GPU evaluates it (the
+    /// prover holds its R1CS, [`Prover::with_r1cs`]) and at most half of it
+    /// is neither 0 nor 1: one pass over it on rayon's threads.
+    pub(crate) fn compacted(&self, job: &ProofJob<'_>) -> Compacted {
+        if !self.evaluates_on_gpu(job) || self.r1cs.is_none() {
+            return None;
+        }
+        CompactAssignment::of(job.full_assignment).map(Arc::new)
+    }
+
     /// The scalars of `job`'s witness queries as bitmasks of their ones
     /// and lists of the rest, for a batch's witness pass (see
     /// [`crate::MultiGpuProver::with_witness_pass`]): `None` (the proof's
     /// GPU stage then runs its witness MSMs itself) unless this prover is
     /// on a GPU and every non-empty witness query streams and has at most
-    /// 1/16 of its scalars neither 0 nor 1. Scans the assignment on
-    /// rayon's threads: once, into its compact form, whose bitmasks the
-    /// masks are read from, where it is mostly 0s and 1s.
-    pub(crate) fn witness_masks(&self, job: &ProofJob<'_>) -> Option<WitnessMasks> {
+    /// 1/16 of its scalars neither 0 nor 1. Reads the bitmasks of
+    /// `compact` (the job's [`Prover::compacted`]) when given, else scans
+    /// the assignment once a query, on rayon's threads.
+    pub(crate) fn witness_masks(
+        &self,
+        job: &ProofJob<'_>,
+        compact: Option<&CompactAssignment>,
+    ) -> Option<WitnessMasks> {
         self.gpu.as_ref()?;
         // A job of another shape fails on its own; it stays out of the
         // pass, which takes one key's partitions.
         self.check_job(job).ok()?;
         let z = job.full_assignment;
         let from = |i: usize| z.get(i..).unwrap_or(&[]);
-        // One pass over z into its compact form, the masks then read from
-        // its bitmasks (else a pass over z's values a query).
-        let compact = CompactAssignment::of(z);
+        // Read from the compact form's bitmasks where there is one, else
+        // a pass over z's values a query.
         macro_rules! masked {
             ($q:expr, $start:expr) => {
                 if $q.is_empty() {
                     None
                 } else {
-                    Some(match &compact {
+                    Some(match compact {
                         Some(c) => $q.masked_compact(c, $start)?,
                         None => $q.masked(from($start))?,
                     })
