@@ -56,16 +56,18 @@ CUZK_HD CUZK_INLINE uint32_t popcount64(uint64_t x) {
 #endif
 }
 
-// Whether an assignment's arrays are there: values, and ones, others and
-// rank too when compact.
+// Whether an assignment's arrays are those of one form: values alone
+// (dense), or values, ones, others and rank (compact). A half-filled
+// compact form is refused rather than read as dense.
 CUZK_HD CUZK_INLINE bool assignment_ok(const cuzk_assignment& z) {
-    return z.values && (!z.ones || (z.others && z.rank));
+    if (!z.values) return false;
+    return z.ones ? (z.others && z.rank) : (!z.others && !z.rank);
 }
 
 // z[i] of an assignment (see cuzk_assignment), i < z.num_variables. The
-// compact form's two bitmasks (1/32 of the dense bytes at 2^27: 32 MiB)
-// mostly sit in the GPU's L2 cache, where the dense form's 32-byte loads
-// of random columns go to device memory.
+// compact form's two bitmasks (two bits a variable against the dense
+// form's 256: 20 MB at 2^27) mostly sit in the GPU's L2 cache, where the
+// dense form's 32-byte loads of random columns go to device memory.
 CUZK_HD CUZK_INLINE Fr load_z(const cuzk_assignment& z, uint64_t i) {
     const Fr* values = static_cast<const Fr*>(z.values);
     if (!z.ones) return load_fr(values + i);

@@ -19,8 +19,9 @@
 //! card where only one working set fits beside the key, the second worker
 //! waits for the first (its CPU stage still overlaps the first's GPU
 //! stage: the evaluation of `A z, B z, C z`, or with the circuit's R1CS on
-//! the GPU ([`MultiGpuProver::with_r1cs`]) only the copy of its assignment
-//! into pinned memory), and no proof runs out of memory for want of a plan.
+//! the GPU ([`MultiGpuProver::with_r1cs`]) only its assignment's compact
+//! form, or for a witness not mostly bits the copy of it into pinned
+//! memory), and no proof runs out of memory for want of a plan.
 
 use crate::admission::Registration;
 use crate::prover::{Compacted, Staged, WitnessMasks, WitnessSums};
@@ -117,7 +118,8 @@ impl Lane {
     /// admitted at once and goes to the GPU without pinning its assignment
     /// first: nothing would overlap that copy. Every other proof pins
     /// during its wait; so do all with `pin_always` (a warm-up, which must
-    /// leave the pinned buffers a batch will use).
+    /// leave the pinned buffers a batch will use). An assignment sent
+    /// compact (mostly 0s and 1s) is never pinned: its form is small.
     fn prove(&self, job: &ProofJob<'_>, timeout: Duration, pin_always: bool) -> Result<MultiProof> {
         let staged = self.stage(job, timeout, pin_always, || (false, None))?;
         self.complete(job, staged, None)
@@ -187,9 +189,13 @@ impl Lane {
                             let c = self.prover.compacted(&jobs[i]);
                             (self.prover.witness_masks(&jobs[i], c.as_deref()), c)
                         }));
+                        // Handed over only with masks: the thread runs
+                        // ahead of the workers, and a proof without masks
+                        // (a witness partly dense) makes its own in its CPU
+                        // stage rather than park one here.
                         let (m, c) = match made {
-                            Ok((m, c)) => (m, Some(c)),
-                            Err(_) => (None, None),
+                            Ok((Some(m), c)) => (Some(m), Some(c)),
+                            _ => (None, None),
                         };
                         decided.set(k, m.is_some(), c);
                         (i, m)
@@ -858,7 +864,9 @@ impl MultiGpuProver {
     /// the proofs: a warm-up before measuring a batch or device memory.
     /// After it each lane's kernels are loaded, its tables made, its key in
     /// place, its engines' pinned staging buffers made, and each worker's
-    /// pinned assignment buffer exists (its
+    /// pinned assignment buffer exists where `job`'s assignment is sent
+    /// dense (a compact one needs none; warm up with a job of the batch's
+    /// witness shape) (its
     /// mapping for the GPU takes device memory while the prover keeps the
     /// buffer for the next proof), so a batch that follows claims no more
     /// memory than it gives back.

@@ -1279,7 +1279,14 @@ impl Prover {
                                  MSMs take host scalars"
                             );
                             nonzero = WitnessNonZero::default();
-                            t.streamed_bytes = self.streamed_bytes();
+                            // Every witness base streams; the R1CS
+                            // streamed already.
+                            t.streamed_bytes = self.streamed_bytes()
+                                + self
+                                    .device_r1cs
+                                    .as_ref()
+                                    .filter(|d| d.is_streamed())
+                                    .map_or(0, |d| d.sparse().bytes());
                             None
                         }
                         Err(e) => return Err(e),

@@ -30,14 +30,16 @@ extern "C" {
 #define CUZK_R1CS_COEFF_MINUS_ONE 1
 
 /* A full assignment z of num_variables elements of Fr, in one of two forms:
- * - dense (ones null): values holds z[0 .. num_variables);
+ * - dense (ones, others and rank null): values holds z[0 .. num_variables);
  * - compact, for a witness of mostly 0s and 1s (a hash gadget's bits): for
  *   word w = i / 64 and bit b = i % 64, z[i] = 1 when bit b of ones[w] is
  *   set; else, when bit b of others[w] is set, z[i] = values[rank[w] +
  *   popcount(others[w] & (2^b - 1))]; else z[i] = 0. ones, others and rank
  *   hold ceil(num_variables / 64) words each; rank[w] is the number of set
  *   bits of others[0 .. w); values holds the values neither 0 nor 1, in
- *   order. A bit past num_variables is never read. */
+ *   order (at least one element, never null: pad with a zero where there
+ *   are none). A bit past num_variables is never read.
+ * Any other mix of null pointers is CUZK_ERR_INVALID_ARGUMENT. */
 typedef struct cuzk_assignment {
     const uint64_t* ones;
     const uint64_t* others;
