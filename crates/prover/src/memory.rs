@@ -25,8 +25,8 @@ const SCALAR_BYTES: u64 = 32;
 /// assignment then stays on the device through the H stage (beside two of
 /// its vectors, and a chunk buffer; counted dense, though a witness of
 /// mostly 0s and 1s goes there compact, in about 1/100 of the bytes) and
-/// the MSMs, which also take a
-/// compacted query's indices (4 bytes a variable). Jobs of other matrices
+/// the MSMs, which also take a compacted query's indices (4 bytes a
+/// variable). Jobs of other matrices
 /// and checked ones still evaluate on the CPU, so the figure is the larger
 /// of the two paths.
 pub(crate) fn working_set_bytes(

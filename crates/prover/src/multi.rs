@@ -863,13 +863,13 @@ impl MultiGpuProver {
     /// Proves `job` once a worker on every lane, all at once, and discards
     /// the proofs: a warm-up before measuring a batch or device memory.
     /// After it each lane's kernels are loaded, its tables made, its key in
-    /// place, its engines' pinned staging buffers made, and each worker's
-    /// pinned assignment buffer exists where `job`'s assignment is sent
-    /// dense (a compact one needs none; warm up with a job of the batch's
-    /// witness shape) (its
-    /// mapping for the GPU takes device memory while the prover keeps the
-    /// buffer for the next proof), so a batch that follows claims no more
-    /// memory than it gives back.
+    /// place, its engines' pinned staging buffers made, and, where `job`'s
+    /// assignment is sent dense, each worker's pinned assignment buffer
+    /// exists (its mapping for the GPU takes device memory while the
+    /// prover keeps the buffer for the next proof). So a batch that follows
+    /// claims no more memory than it gives back, if its witnesses have the
+    /// warm-up job's shape: an assignment sent compact (mostly 0s and 1s)
+    /// needs no pinned buffer.
     ///
     /// # Errors
     /// The first failed proof's error (as [`MultiGpuProver::prove_on`]);
