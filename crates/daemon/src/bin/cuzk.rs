@@ -55,7 +55,11 @@ struct Cli {
 }
 
 /// How to reach the daemon: its address, its token, the TLS settings.
+/// The local commands (keygen, witness, witness-porep, verify) take none.
 #[derive(clap::Args, Debug, Clone)]
+#[command(
+    next_help_heading = "Connection (commands that call the daemon; keygen, witness, witness-porep and verify ignore these)"
+)]
 struct Connection {
     /// The daemon's address: http://HOST:PORT, https://HOST:PORT for a
     /// daemon serving TLS (its --tls-cert-file), or unix:PATH for a Unix
