@@ -14,7 +14,7 @@
 use crate::{Error, Result};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use cuzk_alloc::DeviceMemory;
-use cuzk_prover::{ConstraintMatrices, MultiGpuProver, ProvingKey, SparseR1cs};
+use cuzk_prover::{ConstraintMatrices, MultiGpuProver, ProvingKey};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -357,21 +357,17 @@ impl Registry {
 
     fn read(&self, id: &str, dir: &Path) -> Result<LoadedCircuit> {
         let t = Instant::now();
-        // The R1CS first: on GPU lanes its rows (about 48 bytes an entry,
-        // tens of GB at 2^27) are compacted and freed before the key (about
-        // 47 GiB at 2^27) is read, so the two never sit in memory together.
-        let r1cs = cuzk_prover::r1cs_file::read(dir.join(R1CS_FILE)).map_err(|e| match e {
+        // The R1CS first, before the key (about 47 GiB at 2^27). GPU lanes
+        // read it straight into the compact form they evaluate (about 8
+        // bytes an entry for PoRep-shaped circuits), never holding the
+        // row-major matrices (about 48 bytes an entry, some 66 GB at 2^27);
+        // the CPU lanes evaluate the rows.
+        let file_error = |e| match e {
             // A file that does not decode is damaged; one that cannot be
             // read is this host's problem.
             cuzk_prover::Error::InvalidArgument(m) => Error::FailedPrecondition(m),
             other => Error::Prover(other),
-        })?;
-        let shape = Shape {
-            num_constraints: r1cs.matrices.num_constraints,
-            num_inputs: r1cs.num_inputs,
-            num_variables: r1cs.num_variables,
         };
-        let (num_inputs, num_variables) = (shape.num_inputs, shape.num_variables);
         // The prover refusing these files (InvalidArgument) is the files'
         // fault: the job fails, rather than going back to the queue.
         let damaged = |e: cuzk_prover::Error| match e {
@@ -381,16 +377,21 @@ impl Registry {
             )),
             other => Error::Prover(other),
         };
-        let nonzeros: u64 = r1cs.header.nonzeros.iter().sum();
-        let matrices = Arc::new(r1cs.matrices);
-        let (prover, matrices, host_bytes, verifier) = match &self.lanes {
+        let shape_of = |h: &cuzk_prover::r1cs_file::Header| Shape {
+            num_constraints: h.num_constraints as usize,
+            num_inputs: h.num_inputs as usize,
+            num_variables: h.num_variables as usize,
+        };
+        let path = dir.join(R1CS_FILE);
+        let (shape, prover, matrices, host_bytes, verifier) = match &self.lanes {
             Lanes::Gpu(m) => {
-                // The compact form the GPUs evaluate, built once for every
-                // lane (8 bytes an entry for PoRep-shaped circuits); the
-                // row-major matrices are dropped: jobs borrow the compact
-                // form's row-less matrices, and a proof evaluated on the
-                // CPU reads the compact form.
-                let sparse = Arc::new(SparseR1cs::new(matrices).map_err(damaged)?.without_rows());
+                // The compact form, shared by every lane: jobs borrow its
+                // row-less matrices, and a proof evaluated on the CPU reads
+                // the compact form. The rows of its chunks, freed as it was
+                // built, go back to the system before the key is read.
+                let f = cuzk_prover::r1cs_file::read_compact(&path).map_err(file_error)?;
+                let shape = shape_of(&f.header);
+                let sparse = Arc::new(f.r1cs);
                 release_free_heap();
                 let (pk, verifier) = self.read_key(id, dir, &shape)?;
                 let bytes = pk.uncompressed_size() as u64 + sparse.bytes();
@@ -399,15 +400,20 @@ impl Registry {
                     .map_err(damaged)?
                     .with_r1cs(sparse)
                     .map_err(damaged)?;
-                (prover, matrices, bytes, verifier)
+                (shape, prover, matrices, bytes, verifier)
             }
             Lanes::Cpu(n) => {
+                let f = cuzk_prover::r1cs_file::read(&path).map_err(file_error)?;
+                let shape = shape_of(&f.header);
+                let nonzeros: u64 = f.header.nonzeros.iter().sum();
+                let matrices = Arc::new(f.matrices);
                 let (pk, verifier) = self.read_key(id, dir, &shape)?;
                 let bytes = pk.uncompressed_size() as u64 + nonzeros * 48;
                 let prover = MultiGpuProver::cpu(pk, *n, self.workers).map_err(damaged)?;
-                (prover, matrices, bytes, verifier)
+                (shape, prover, matrices, bytes, verifier)
             }
         };
+        let (num_inputs, num_variables) = (shape.num_inputs, shape.num_variables);
         Ok(LoadedCircuit {
             id: id.to_string(),
             prover,

@@ -7,7 +7,9 @@
 //! so that a circuit of 2^27 constraints and billions of nonzeros never
 //! needs a second copy of its matrices in memory: [`write()`] / [`write_to`]
 //! take the matrices by reference, [`read()`] / [`read_from`] build them as
-//! they come, and [`read_header`] reads the 64-byte header alone.
+//! they come, [`read_compact`] builds the GPU's compact form
+//! ([`crate::SparseR1cs`]) as they come without ever holding the row-major
+//! matrices, and [`read_header`] reads the 64-byte header alone.
 //!
 //! # Layout (version 1)
 //!
@@ -493,9 +495,63 @@ pub fn read(path: impl AsRef<Path>) -> Result<R1csFile> {
     let (header, head) = header_of_file(&mut file, path)?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(&head);
-    read_stream(file, header, hasher, true).map_err(|e| match e {
+    read_file(file, header, hasher, true).map_err(|e| match e {
         Error::InvalidArgument(m) => invalid(format!("{}: {m}", path.display())),
         other => other,
+    })
+}
+
+/// A file read straight into its compact form by [`read_compact`].
+#[derive(Debug)]
+pub struct R1csCompactFile {
+    /// The header.
+    pub header: Header,
+    /// The matrices' compact form, without rows
+    /// ([`SparseR1cs::without_rows`](crate::SparseR1cs::without_rows)):
+    /// the same chunks, word for word, as `SparseR1cs::new` makes from
+    /// [`read()`]'s matrices.
+    pub r1cs: crate::SparseR1cs,
+    /// Instance variables, the constant one included.
+    pub num_inputs: usize,
+    /// Variables (the length of the full assignment).
+    pub num_variables: usize,
+    /// The checksum, verified.
+    pub checksum: [u8; 32],
+}
+
+/// Reads the file at `path` into the compact form the GPU evaluates
+/// ([`crate::SparseR1cs`], without rows), chunk by chunk as the rows are
+/// decoded: only a group of chunks' rows a core is held at once (about
+/// 150 MB each at most), never the row-major matrices (about 48 bytes an
+/// entry, some 66 GB for a PoRep-shaped 2^27 circuit), so a prover that
+/// needs only the compact form (the GPU's, or the CPU path's with
+/// [`crate::Prover::with_r1cs`]) loads a circuit in about 8 bytes an entry.
+/// The checksum is verified at the end, as [`read()`] does; on any error
+/// nothing is returned.
+///
+/// # Errors
+/// As [`read()`].
+pub fn read_compact(path: impl AsRef<Path>) -> Result<R1csCompactFile> {
+    let path = path.as_ref();
+    let named = |e| match e {
+        Error::InvalidArgument(m) => invalid(format!("{}: {m}", path.display())),
+        other => other,
+    };
+    let mut file = File::open(path).map_err(|e| io_error("opening", path, e))?;
+    let (header, head) = header_of_file(&mut file, path)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&head);
+    let (compactor, checksum) =
+        read_stream(file, header, hasher, true, crate::sparse::Compactor::new()).map_err(named)?;
+    let r1cs = compactor
+        .finish(header.num_constraints as usize)
+        .map_err(named)?;
+    Ok(R1csCompactFile {
+        header,
+        r1cs,
+        num_inputs: header.num_inputs as usize,
+        num_variables: header.num_variables as usize,
+        checksum,
     })
 }
 
@@ -522,7 +578,7 @@ pub fn read_from(input: impl Read) -> Result<R1csFile> {
     let header = Header::parse(&head)?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(&head);
-    read_stream(input, header, hasher, false)
+    read_file(input, header, hasher, false)
 }
 
 /// Reads into `buf` until it is full or the input ends; returns the bytes read.
@@ -572,12 +628,13 @@ enum Stop {
 /// Reads the rows and the checksum after a parsed header (whose bytes are
 /// already in `hasher`). With `sized`, the header was checked against the
 /// file's length, so its counts are trusted for allocation.
-fn read_stream(
+fn read_stream<S: RowSink>(
     input: impl Read,
     header: Header,
     hasher: blake3::Hasher,
     sized: bool,
-) -> Result<R1csFile> {
+    mut sink: S,
+) -> Result<(S, [u8; 32])> {
     let body_end = header.file_len() - CHECKSUM_LEN;
     let mut r = BufReader::with_capacity(
         BUF_LEN,
@@ -589,9 +646,9 @@ fn read_stream(
         },
     );
     let mut pos = HEADER_LEN;
-    let body = read_matrices(&mut r, &header, sized, &mut pos);
+    let body = read_matrices(&mut r, &header, sized, &mut pos, &mut sink);
     let first = match body {
-        Ok(m) => Ok(m),
+        Ok(()) => Ok(()),
         Err(Stop::Invalid(msg)) => {
             // Consume the rest of the body so the checksum can say whether
             // the bytes were altered or written that way.
@@ -633,11 +690,23 @@ fn read_stream(
             hex(&computed)
         )));
     }
-    let [a, b, c] = first.map_err(|msg| {
+    first.map_err(|msg| {
         invalid(format!(
             "invalid R1CS file (its checksum matches, so it was written this way): {msg}"
         ))
     })?;
+    Ok((sink, computed))
+}
+
+/// The file read into row-major matrices.
+fn read_file(
+    input: impl Read,
+    header: Header,
+    hasher: blake3::Hasher,
+    sized: bool,
+) -> Result<R1csFile> {
+    let ([a, b, c], checksum) =
+        read_stream(input, header, hasher, sized, <[Matrix<Fr>; 3]>::default())?;
     Ok(R1csFile {
         header,
         matrices: ConstraintMatrices {
@@ -648,7 +717,7 @@ fn read_stream(
         },
         num_inputs: header.num_inputs as usize,
         num_variables: header.num_variables as usize,
-        checksum: computed,
+        checksum,
     })
 }
 
@@ -666,22 +735,50 @@ fn io_stop(at: u64, what: &str, err: io::Error, header: &Header) -> Error {
     }
 }
 
-/// Reads the three matrices; `pos` follows the bytes consumed.
+/// Where decoded rows go: the row-major matrices ([`read()`]) or their
+/// compact form, built as the rows arrive ([`read_compact`]).
+trait RowSink {
+    /// Room for `n` rows of matrix `k` (called once a matrix, where the
+    /// file's length vouches for `n`).
+    fn reserve(&mut self, k: usize, n: usize);
+    /// The next row of matrix `k`.
+    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> std::result::Result<(), String>;
+}
+
+impl RowSink for [Matrix<Fr>; 3] {
+    fn reserve(&mut self, k: usize, n: usize) {
+        self[k].reserve_exact(n);
+    }
+
+    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> std::result::Result<(), String> {
+        self[k].push(row);
+        Ok(())
+    }
+}
+
+impl RowSink for crate::sparse::Compactor {
+    fn reserve(&mut self, _: usize, _: usize) {}
+
+    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> std::result::Result<(), String> {
+        crate::sparse::Compactor::push(self, k, row).map_err(|e| e.to_string())
+    }
+}
+
+/// Reads the three matrices into `out`; `pos` follows the bytes consumed.
 fn read_matrices(
     r: &mut impl Read,
     header: &Header,
     sized: bool,
     pos: &mut u64,
-) -> std::result::Result<[Matrix<Fr>; 3], Stop> {
+    out: &mut impl RowSink,
+) -> std::result::Result<(), Stop> {
     let n = header.num_constraints;
     let nv = header.num_variables;
-    let mut out: [Matrix<Fr>; 3] = Default::default();
     let mut raw = Vec::new();
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for (k, rows) in out.iter_mut().enumerate() {
-        let name = NAMES[k];
+    for (k, name) in NAMES.into_iter().enumerate() {
         if sized {
-            rows.reserve_exact(n as usize);
+            out.reserve(k, n as usize);
         }
         let mut left = header.nonzeros[k];
         let mut row = 0u64;
@@ -737,7 +834,8 @@ fn read_matrices(
                 .map(|(j, &(s, e))| decode_row(&raw[s..e], nv, name, row + j as u64))
                 .collect();
             for d in decoded {
-                rows.push(d.map_err(Stop::Invalid)?);
+                out.push(k, d.map_err(Stop::Invalid)?)
+                    .map_err(Stop::Invalid)?;
             }
             row += batch;
         }
@@ -749,7 +847,7 @@ fn read_matrices(
             )));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Decodes a row's terms, checking columns and canonical coefficients.

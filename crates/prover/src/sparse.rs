@@ -305,6 +305,167 @@ impl SparseR1cs {
     }
 }
 
+/// Rows of one matrix, row-major.
+type Rows = Vec<Vec<(Fr, usize)>>;
+
+/// Builds a [`SparseR1cs`] without rows from rows that arrive one at a
+/// time, matrix after matrix (A, B, then C), as a file reader decodes them:
+/// the rows of at most one group of chunks a core are held at once, so
+/// the row-major matrices (about 48 bytes an entry) never sit in memory
+/// whole. Chunks are cut as [`SparseR1cs::new`] cuts them, so the result
+/// is the same, word for word.
+pub(crate) struct Compactor {
+    max_rows: usize,
+    max_entries: usize,
+    parts: [Vec<RowChunk>; 3],
+    /// Full groups of rows (first row, rows) waiting to be built.
+    pending: Vec<(usize, Rows)>,
+    /// The group being filled: its first row, its rows, its entries.
+    start: usize,
+    rows: Rows,
+    entries: usize,
+    /// The matrix being filled (0, 1, 2) and its next row.
+    matrix: usize,
+    next_row: usize,
+    /// Rows of each matrix ended.
+    row_counts: [usize; 3],
+    /// One more than the largest column seen.
+    vars: usize,
+}
+
+impl Compactor {
+    /// A compactor cutting chunks as [`SparseR1cs::new`] does.
+    pub(crate) fn new() -> Self {
+        Self::with_limits(MAX_CHUNK_ROWS, MAX_CHUNK_ENTRIES)
+    }
+
+    /// As [`SparseR1cs::with_limits`].
+    pub(crate) fn with_limits(max_rows: usize, max_entries: usize) -> Self {
+        Compactor {
+            max_rows: max_rows.max(1),
+            max_entries: max_entries.max(1),
+            parts: Default::default(),
+            pending: Vec::new(),
+            start: 0,
+            rows: Vec::new(),
+            entries: 0,
+            matrix: 0,
+            next_row: 0,
+            row_counts: [0; 3],
+            vars: 0,
+        }
+    }
+
+    /// Adds the next row of matrix `k` (0, 1, 2 for A, B, C; a matrix's
+    /// rows in order, the matrices in order).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] as [`SparseR1cs::new`]: a row or a column
+    /// past 2^32 - 1; [`Error::Internal`] for rows out of order.
+    pub(crate) fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> Result<()> {
+        if k != self.matrix {
+            if self.matrix < 3 {
+                self.end_matrix()?;
+            }
+            if k != self.matrix {
+                return Err(Error::Internal(format!(
+                    "rows of matrix {k} after matrix {}: give A, B, C in order",
+                    self.matrix
+                )));
+            }
+        }
+        let name = ["A", "B", "C"][k];
+        let i = self.next_row;
+        if row.len() > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!(
+                "matrix {name}, constraint {i}: {} terms, more than 2^32 - 1",
+                row.len()
+            )));
+        }
+        if i > self.start
+            && (i - self.start == self.max_rows || self.entries + row.len() > self.max_entries)
+        {
+            self.close_group()?;
+            self.start = i;
+        }
+        self.entries += row.len();
+        self.rows.push(row);
+        self.next_row += 1;
+        Ok(())
+    }
+
+    /// Ends the group being filled; builds the pending groups once there is
+    /// one for each core.
+    fn close_group(&mut self) -> Result<()> {
+        let rows = std::mem::take(&mut self.rows);
+        self.pending.push((self.start, rows));
+        self.entries = 0;
+        if self.pending.len() >= rayon::current_num_threads() {
+            self.build()?;
+        }
+        Ok(())
+    }
+
+    /// Builds the pending groups of the current matrix into chunks, on
+    /// all cores, and frees their rows.
+    fn build(&mut self) -> Result<()> {
+        let name = ["A", "B", "C"][self.matrix];
+        let built = std::mem::take(&mut self.pending)
+            .into_par_iter()
+            .map(|(first, rows)| chunk(&rows, first, name))
+            .collect::<Result<Vec<_>>>()?;
+        for (c, v) in built {
+            self.vars = self.vars.max(v);
+            self.parts[self.matrix].push(c);
+        }
+        Ok(())
+    }
+
+    /// Ends the current matrix (its last group built) and starts the next.
+    fn end_matrix(&mut self) -> Result<()> {
+        if !self.rows.is_empty() {
+            let rows = std::mem::take(&mut self.rows);
+            self.pending.push((self.start, rows));
+        }
+        self.build()?;
+        self.row_counts[self.matrix] = self.next_row;
+        self.matrix += 1;
+        self.start = 0;
+        self.next_row = 0;
+        self.entries = 0;
+        Ok(())
+    }
+
+    /// The compact form of the rows pushed, without rows
+    /// ([`SparseR1cs::without_rows`]), for a system of `num_constraints`
+    /// constraints.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a matrix got another number of rows
+    /// than `num_constraints`; as [`Compactor::push`].
+    pub(crate) fn finish(mut self, num_constraints: usize) -> Result<SparseR1cs> {
+        while self.matrix < 3 {
+            self.end_matrix()?;
+        }
+        for (k, &got) in self.row_counts.iter().enumerate() {
+            if got != num_constraints {
+                return Err(Error::InvalidArgument(format!(
+                    "matrix {} has {got} rows but the system has {num_constraints} constraints",
+                    ["A", "B", "C"][k]
+                )));
+            }
+        }
+        Ok(SparseR1cs {
+            matrices: Arc::new(ConstraintMatrices {
+                num_constraints,
+                ..ConstraintMatrices::default()
+            }),
+            num_variables: self.vars,
+            parts: self.parts,
+        })
+    }
+}
+
 /// Word offset of a chunk's table (see [`RowChunk::table_offset`]).
 fn table_offset(rows: usize, entries: usize) -> usize {
     (rows.div_ceil(2) + entries).next_multiple_of(2)
@@ -490,6 +651,55 @@ pub(crate) mod tests {
                 assert!(s.num_variables() <= vars);
             }
         }
+    }
+
+    /// Rows pushed one at a time make the same chunks, word for word, as
+    /// the whole matrices do, whatever the limits; a matrix short of rows
+    /// or rows out of order are errors.
+    #[test]
+    fn compactor_cuts_as_new_does() {
+        let mut rng = ChaCha20Rng::seed_from_u64(0xc0a7);
+        for (rows, vars) in [(1000, 300), (37, 5), (1, 1), (0, 1)] {
+            let m = Arc::new(random_matrices(&mut rng, rows, vars));
+            for (max_rows, max_entries) in [(1, 1), (64, 50), (7, 1 << 20), (1 << 20, 1 << 23)] {
+                let want = SparseR1cs::with_limits(m.clone(), max_rows, max_entries).unwrap();
+                let mut c = Compactor::with_limits(max_rows, max_entries);
+                for (k, mat) in [&m.a, &m.b, &m.c].into_iter().enumerate() {
+                    for row in mat.iter() {
+                        c.push(k, row.clone()).unwrap();
+                    }
+                }
+                let got = c.finish(rows).unwrap();
+                assert!(rows == 0 || !got.has_rows());
+                assert_eq!(got.num_constraints(), rows);
+                assert_eq!(got.num_variables(), want.num_variables());
+                for k in 0..3 {
+                    let (g, w) = (got.part(k), want.part(k));
+                    assert_eq!(
+                        g.len(),
+                        w.len(),
+                        "{rows} {max_rows} {max_entries} matrix {k}"
+                    );
+                    for (g, w) in g.iter().zip(w) {
+                        assert_eq!(
+                            (g.first_row, g.rows, g.entries, g.coefficients),
+                            (w.first_row, w.rows, w.entries, w.coefficients)
+                        );
+                        assert_eq!(g.words, w.words);
+                    }
+                }
+            }
+        }
+        let row = vec![(Fr::ONE, 0)];
+        let mut c = Compactor::new();
+        c.push(0, row.clone()).unwrap();
+        c.push(1, row.clone()).unwrap();
+        let e = c.finish(1).unwrap_err().to_string();
+        assert!(e.contains("matrix C has 0 rows"), "{e}");
+        let mut c = Compactor::new();
+        c.push(1, row.clone()).unwrap();
+        let e = c.push(0, row).unwrap_err().to_string();
+        assert!(e.contains("in order"), "{e}");
     }
 
     /// 1, -1 and powers of two share a chunk's table; the PoRep-shaped
