@@ -521,9 +521,10 @@ pub struct R1csCompactFile {
 
 /// Reads the file at `path` into the compact form the GPU evaluates
 /// ([`crate::SparseR1cs`], without rows), chunk by chunk as the rows are
-/// decoded: only a group of chunks' rows a core is held at once (about
-/// 150 MB each at most), never the row-major matrices (about 48 bytes an
-/// entry, some 66 GB for a PoRep-shaped 2^27 circuit), so a prover that
+/// decoded: at most one chunk's rows a core, 16 at most, are held at once
+/// (about 170 MB each for a PoRep-shaped circuit, at most about 360 MB),
+/// never the row-major matrices (about 48 bytes an entry, some 66 GB for a
+/// PoRep-shaped 2^27 circuit), so a prover that
 /// needs only the compact form (the GPU's, or the CPU path's with
 /// [`crate::Prover::with_r1cs`]) loads a circuit in about 8 bytes an entry.
 /// The checksum is verified at the end, as [`read()`] does; on any error
@@ -623,6 +624,8 @@ enum Stop {
     },
     /// The bytes read disagree with the header or the format.
     Invalid(String),
+    /// The rows' sink failed for a reason of its own (not the file's).
+    Sink(Error),
 }
 
 /// Reads the rows and the checksum after a parsed header (whose bytes are
@@ -646,9 +649,11 @@ fn read_stream<S: RowSink>(
         },
     );
     let mut pos = HEADER_LEN;
-    let body = read_matrices(&mut r, &header, sized, &mut pos, &mut sink);
+    // On an error the sink goes at once, not after the rest of the body is
+    // read for the checksum: it may hold most of the matrices.
+    let body = read_matrices(&mut r, &header, sized, &mut pos, &mut sink).map(|()| sink);
     let first = match body {
-        Ok(()) => Ok(()),
+        Ok(sink) => Ok(sink),
         Err(Stop::Invalid(msg)) => {
             // Consume the rest of the body so the checksum can say whether
             // the bytes were altered or written that way.
@@ -672,6 +677,7 @@ fn read_stream<S: RowSink>(
             Err(msg)
         }
         Err(Stop::Io { at, what, err }) => return Err(io_stop(at, &what, err, &header)),
+        Err(Stop::Sink(e)) => return Err(e),
     };
     let mut stored = [0u8; CHECKSUM_LEN as usize];
     r.read_exact(&mut stored)
@@ -690,7 +696,7 @@ fn read_stream<S: RowSink>(
             hex(&computed)
         )));
     }
-    first.map_err(|msg| {
+    let sink = first.map_err(|msg| {
         invalid(format!(
             "invalid R1CS file (its checksum matches, so it was written this way): {msg}"
         ))
@@ -742,7 +748,11 @@ trait RowSink {
     /// file's length vouches for `n`).
     fn reserve(&mut self, k: usize, n: usize);
     /// The next row of matrix `k`.
-    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> std::result::Result<(), String>;
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a row the sink refuses (the file's
+    /// fault); any other error is the sink's own.
+    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> Result<()>;
 }
 
 impl RowSink for [Matrix<Fr>; 3] {
@@ -750,7 +760,7 @@ impl RowSink for [Matrix<Fr>; 3] {
         self[k].reserve_exact(n);
     }
 
-    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> std::result::Result<(), String> {
+    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> Result<()> {
         self[k].push(row);
         Ok(())
     }
@@ -759,8 +769,8 @@ impl RowSink for [Matrix<Fr>; 3] {
 impl RowSink for crate::sparse::Compactor {
     fn reserve(&mut self, _: usize, _: usize) {}
 
-    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> std::result::Result<(), String> {
-        crate::sparse::Compactor::push(self, k, row).map_err(|e| e.to_string())
+    fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> Result<()> {
+        crate::sparse::Compactor::push(self, k, row)
     }
 }
 
@@ -835,7 +845,10 @@ fn read_matrices(
                 .collect();
             for d in decoded {
                 out.push(k, d.map_err(Stop::Invalid)?)
-                    .map_err(Stop::Invalid)?;
+                    .map_err(|e| match e {
+                        Error::InvalidArgument(m) => Stop::Invalid(m),
+                        other => Stop::Sink(other),
+                    })?;
             }
             row += batch;
         }

@@ -308,11 +308,17 @@ impl SparseR1cs {
 /// Rows of one matrix, row-major.
 type Rows = Vec<Vec<(Fr, usize)>>;
 
+/// Most groups of rows (a chunk's worth each) a [`Compactor`] holds before
+/// it builds them: one a core up to 16. A group holds at most 2^20 rows
+/// and 2^23 entries (about 360 MB as `Vec`s, about 170 MB for a
+/// PoRep-shaped circuit's rows), so at most about 6 GB wait at once.
+const MAX_PENDING_GROUPS: usize = 16;
+
 /// Builds a [`SparseR1cs`] without rows from rows that arrive one at a
 /// time, matrix after matrix (A, B, then C), as a file reader decodes them:
-/// the rows of at most one group of chunks a core are held at once, so
-/// the row-major matrices (about 48 bytes an entry) never sit in memory
-/// whole. Chunks are cut as [`SparseR1cs::new`] cuts them, so the result
+/// the rows of at most one chunk a core ([`MAX_PENDING_GROUPS`] at most)
+/// are held at once, so the row-major matrices (about 48 bytes an entry)
+/// never sit in memory whole. Chunks are cut as [`SparseR1cs::new`] cuts them, so the result
 /// is the same, word for word.
 pub(crate) struct Compactor {
     max_rows: usize,
@@ -363,16 +369,15 @@ impl Compactor {
     /// [`Error::InvalidArgument`] as [`SparseR1cs::new`]: a row or a column
     /// past 2^32 - 1; [`Error::Internal`] for rows out of order.
     pub(crate) fn push(&mut self, k: usize, row: Vec<(Fr, usize)>) -> Result<()> {
-        if k != self.matrix {
-            if self.matrix < 3 {
-                self.end_matrix()?;
-            }
-            if k != self.matrix {
-                return Err(Error::Internal(format!(
-                    "rows of matrix {k} after matrix {}: give A, B, C in order",
-                    self.matrix
-                )));
-            }
+        if k >= 3 || k < self.matrix {
+            return Err(Error::Internal(format!(
+                "a row of matrix {k} after rows of matrix {}: give the rows of A, B, C (0, 1, \
+                 2) in order",
+                self.matrix
+            )));
+        }
+        while self.matrix < k {
+            self.end_matrix()?;
         }
         let name = ["A", "B", "C"][k];
         let i = self.next_row;
@@ -395,12 +400,13 @@ impl Compactor {
     }
 
     /// Ends the group being filled; builds the pending groups once there is
-    /// one for each core.
+    /// one for each core, or [`MAX_PENDING_GROUPS`].
     fn close_group(&mut self) -> Result<()> {
-        let rows = std::mem::take(&mut self.rows);
+        let next = Vec::with_capacity(self.rows.len().min(self.max_rows));
+        let rows = std::mem::replace(&mut self.rows, next);
         self.pending.push((self.start, rows));
         self.entries = 0;
-        if self.pending.len() >= rayon::current_num_threads() {
+        if self.pending.len() >= rayon::current_num_threads().clamp(1, MAX_PENDING_GROUPS) {
             self.build()?;
         }
         Ok(())
@@ -698,8 +704,16 @@ pub(crate) mod tests {
         assert!(e.contains("matrix C has 0 rows"), "{e}");
         let mut c = Compactor::new();
         c.push(1, row.clone()).unwrap();
-        let e = c.push(0, row).unwrap_err().to_string();
-        assert!(e.contains("in order"), "{e}");
+        let e = c.push(0, row.clone()).unwrap_err().to_string();
+        assert!(e.contains("matrix 0 after rows of matrix 1"), "{e}");
+        let e = c.push(3, row.clone()).unwrap_err().to_string();
+        assert!(e.contains("matrix 3"), "{e}");
+        // B skipped: its missing rows are the error, at the end.
+        let mut c = Compactor::new();
+        c.push(0, row.clone()).unwrap();
+        c.push(2, row).unwrap();
+        let e = c.finish(1).unwrap_err().to_string();
+        assert!(e.contains("matrix B has 0 rows"), "{e}");
     }
 
     /// 1, -1 and powers of two share a chunk's table; the PoRep-shaped
