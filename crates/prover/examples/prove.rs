@@ -199,24 +199,7 @@ fn load_or_setup(path: &PathBuf, setup: impl FnOnce() -> Result<ProvingKey>) -> 
 
 fn print_timings(i: usize, t: &ProofTimings, wall_s: Option<f64>) {
     let wall = wall_s.map_or("(pipelined)".to_string(), |w| format!("{w:.3} s"));
-    println!(
-        "proof {i}: {wall}  witness {:.1} ms | eval {:.1} | H {}{:.1} | MSM A {:.1} | \
-         B G2 {:.1} | B G1 {:.1} | H {:.1} | L {:.1} | assembly {:.1} (ms)",
-        t.witness_ms,
-        t.eval_ms,
-        if t.eval_on_gpu {
-            "(upload, GPU eval, NTT) "
-        } else {
-            "(NTT) "
-        },
-        t.h_ntt_ms,
-        t.msm_a_ms,
-        t.msm_b_g2_ms,
-        t.msm_b_g1_ms,
-        t.msm_h_ms,
-        t.msm_l_ms,
-        t.assembly_ms
-    );
+    println!("proof {i}: {wall}  {t}");
 }
 
 fn make_prover(args: &Args, pk: ProvingKey, r1cs: Option<Arc<SparseR1cs>>) -> Result<Prover> {

@@ -186,6 +186,34 @@ impl ProofTimings {
     }
 }
 
+/// One line of the stages' times in milliseconds: `witness 0.0 ms | eval
+/// 3.8 | H (upload, GPU eval, NTT) 7.0 | MSM A 3.9 | B G2 16.4 | B G1 6.2 |
+/// H 24.2 | L 6.2 | assembly 1.6 (ms)` (H's label says whether the GPU
+/// evaluated `A z`, `B z`, `C z`).
+impl std::fmt::Display for ProofTimings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "witness {:.1} ms | eval {:.1} | H {}{:.1} | MSM A {:.1} | B G2 {:.1} | B G1 {:.1} \
+             | H {:.1} | L {:.1} | assembly {:.1} (ms)",
+            self.witness_ms,
+            self.eval_ms,
+            if self.eval_on_gpu {
+                "(upload, GPU eval, NTT) "
+            } else {
+                "(NTT) "
+            },
+            self.h_ntt_ms,
+            self.msm_a_ms,
+            self.msm_b_g2_ms,
+            self.msm_b_g1_ms,
+            self.msm_h_ms,
+            self.msm_l_ms,
+            self.assembly_ms
+        )
+    }
+}
+
 /// Milliseconds elapsed since `t`.
 pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -195,6 +223,32 @@ pub(crate) fn ms(t: Instant) -> f64 {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn display_is_one_line_of_stages() {
+        let t = ProofTimings {
+            eval_ms: 3.84,
+            eval_on_gpu: true,
+            h_ntt_ms: 7.0,
+            msm_a_ms: 3.9,
+            msm_b_g2_ms: 16.4,
+            msm_b_g1_ms: 6.2,
+            msm_h_ms: 24.2,
+            msm_l_ms: 6.2,
+            assembly_ms: 1.6,
+            ..ProofTimings::default()
+        };
+        assert_eq!(
+            t.to_string(),
+            "witness 0.0 ms | eval 3.8 | H (upload, GPU eval, NTT) 7.0 | MSM A 3.9 | B G2 16.4 \
+             | B G1 6.2 | H 24.2 | L 6.2 | assembly 1.6 (ms)"
+        );
+        let cpu = ProofTimings {
+            eval_on_gpu: false,
+            ..t
+        };
+        assert!(cpu.to_string().contains("| H (NTT) 7.0 |"));
+    }
 
     fn stage(t0: Instant, a_ms: u64, b_ms: u64) -> ProofTimings {
         ProofTimings {
