@@ -128,8 +128,9 @@ pub struct Config {
     /// Default 10 minutes.
     pub await_timeout_ms: u64,
     /// How long SIGTERM waits for running proofs before exiting, seconds
-    /// (jobs still running then are taken again when their lease runs out,
-    /// or on SQLite at the next start). Default 600.
+    /// (jobs still proving then are taken again when their lease runs out,
+    /// or on SQLite at the next start; jobs claimed ahead go back to the
+    /// queue at once, see `load_ahead`). Default 600.
     pub shutdown_grace_secs: u64,
     /// This daemon's name in job rows and status; default: host name and
     /// process id.
@@ -149,9 +150,9 @@ pub struct Config {
     /// points (`cuzk keygen --porep-log-domain`, which marks them) are not
     /// checked. Default true.
     pub verify_proofs: bool,
-    /// Times a job may be taken by a worker before it is failed (a job
+    /// Times a worker may start proving a job before it is failed (a job
     /// whose proofs keep crashing daemons, or that daemons keep giving
-    /// back). Default 5.
+    /// back); a claim ahead counts only when its proof starts. Default 5.
     pub max_attempts: u32,
     /// Finished jobs (done, failed, cancelled) older than this are deleted
     /// from the store, seconds; 0 keeps them. Default 7 days.
@@ -160,7 +161,9 @@ pub struct Config {
     /// and reads that job's assignment meanwhile (one job ahead a worker,
     /// its assignment held in host memory), so that the GPU does not wait
     /// for the file between jobs. A job submitted later at a higher
-    /// priority then starts after the jobs already claimed ahead. Default
+    /// priority then starts after the jobs already claimed ahead. A job
+    /// claimed ahead that never starts (the daemon stops, or dies) goes
+    /// back to the queue without using one of its `max_attempts`. Default
     /// true.
     pub load_ahead: bool,
 }

@@ -197,6 +197,11 @@ pub struct Engine {
     /// start.
     tls: Option<ServerTls>,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The jobs workers claimed ahead and have not started proving: job id
+    /// to lease token. Whoever takes a job out (its worker beginning it or
+    /// giving it back, or a shutdown whose grace ran out) hands it on or
+    /// back, once.
+    ahead: Mutex<std::collections::HashMap<String, String>>,
     /// Page-locked buffers for the assignments of GPU lanes' jobs.
     pinned: PinnedPool,
     /// The data directory's lock, held while the engine lives.
@@ -279,11 +284,21 @@ impl Engine {
             }
         }
         let store = JobStore::open(&config.database_url()).await?;
+        // Jobs a previous run left running and asked to cancel end here;
+        // the engine that counts and logs them does not exist yet.
+        let mut left_cancelled = Vec::new();
         if store.kind() == StoreKind::Sqlite {
-            let n = store.requeue_running(now_us()).await?;
-            if n > 0 {
-                tracing::info!(jobs = n, "requeued jobs left running by a previous run");
+            let back = store.requeue_running(now_us()).await?;
+            let (cancelled, queued): (Vec<_>, Vec<_>) = back
+                .into_iter()
+                .partition(|j| j.state == JobState::Cancelled);
+            if !queued.is_empty() {
+                tracing::info!(
+                    jobs = queued.len(),
+                    "requeued jobs left running by a previous run"
+                );
             }
+            left_cancelled = cancelled;
             // Files a previous run left behind: uploads cut short, and
             // payloads whose job never made it into the store. Told apart
             // by file name (`<job id>.asg`), not by the path a job stored,
@@ -360,6 +375,7 @@ impl Engine {
             auth_token,
             tls,
             workers: Mutex::new(Vec::new()),
+            ahead: Mutex::new(std::collections::HashMap::new()),
             pinned: PinnedPool::new(
                 matches!(lanes, Lanes::Gpu(_)),
                 // A worker's current job and the one it loads ahead.
@@ -380,6 +396,9 @@ impl Engine {
             }
         }
         *engine.workers.lock().unwrap_or_else(|p| p.into_inner()) = handles;
+        for j in &left_cancelled {
+            engine.ended(j, None, None);
+        }
         if engine.config.retain_finished_secs > 0 {
             // Finished jobs past their retention leave the store, every ten
             // minutes (and once at start).
@@ -466,6 +485,22 @@ impl Engine {
     /// [`Error::ResourceExhausted`] past the queue limits; [`Error::Io`],
     /// [`Error::Store`].
     pub async fn submit(&self, req: Submit) -> Result<(String, bool)> {
+        let (circuit, priority) = (req.circuit_id.clone(), req.priority);
+        let r = self.accept(req).await;
+        if let Ok((id, duplicate)) = &r {
+            tracing::info!(
+                job = %id,
+                circuit = %circuit,
+                priority = priority.name(),
+                duplicate,
+                "job accepted"
+            );
+        }
+        r
+    }
+
+    /// [`Engine::submit`] but its log line.
+    async fn accept(&self, req: Submit) -> Result<(String, bool)> {
         if self.shutdown.load(Ordering::SeqCst) {
             return Err(Error::Unavailable(
                 "the daemon is shutting down: submit to another one or retry after restart".into(),
@@ -605,6 +640,19 @@ impl Engine {
         })
     }
 
+    /// Whether the daemon serves: `Err` with a one-line reason while it
+    /// shuts down or when the job store does not answer a trivial query.
+    pub async fn health(&self) -> std::result::Result<(), String> {
+        if self.shutdown.load(Ordering::SeqCst) {
+            return Err("shutting down".into());
+        }
+        match tokio::time::timeout(Duration::from_secs(5), self.store.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("the job store does not answer: {e}")),
+            Err(_) => Err("the job store does not answer within 5 s".into()),
+        }
+    }
+
     /// Stops taking jobs and wakes every waiter: the first step of a
     /// shutdown, before the RPC server drains (AwaitProof calls then
     /// return the jobs' states at once).
@@ -648,8 +696,14 @@ impl Engine {
     /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
     pub async fn cancel(&self, id: &str) -> Result<JobState> {
         let (job, now) = self.store.cancel(id, now_us()).await?;
-        if now && job.payload_owned {
-            let _ = std::fs::remove_file(&job.payload_path);
+        if now {
+            self.ended(&job, None, None);
+        } else if job.state == JobState::Running {
+            tracing::info!(
+                job = %job.id,
+                circuit = %job.circuit_id,
+                "cancellation asked: the job ends cancelled when its proof completes"
+            );
         }
         self.changed.notify_waiters();
         Ok(job.state)
@@ -782,10 +836,12 @@ impl Engine {
         })
     }
 
-    /// Stops taking jobs, waits up to `grace` for running proofs, and
-    /// closes the store. Returns how many workers were still proving when
-    /// `grace` passed (0 for a clean stop); their jobs return to the queue
-    /// when their lease runs out (on SQLite: at the next start).
+    /// Stops taking jobs, waits up to `grace` for running proofs, gives
+    /// back the jobs claimed ahead that never started (their attempt not
+    /// counted), and closes the store. Returns how many workers were still
+    /// proving when `grace` passed (0 for a clean stop); their jobs return
+    /// to the queue when their lease runs out (on SQLite: at the next
+    /// start).
     pub async fn shutdown(&self, grace: Duration) -> usize {
         self.begin_shutdown();
         let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
@@ -803,6 +859,24 @@ impl Engine {
         for h in handles.into_iter().filter(|h| h.is_finished()) {
             let _ = h.join();
         }
+        // Jobs claimed ahead by workers still proving: back to the queue,
+        // their attempt not counted (the workers, when their proofs end,
+        // find them gone and start nothing).
+        let ahead = std::mem::take(&mut *self.ahead.lock().unwrap_or_else(|p| p.into_inner()));
+        for (id, lease) in ahead {
+            match self.store.unclaim(&id, &lease, now_us()).await {
+                Ok(true) => match self.store.get(&id).await {
+                    Ok(Some(j)) if j.state == JobState::Cancelled => self.ended(&j, None, None),
+                    _ => tracing::info!(job = %id, "a job claimed ahead went back to the queue"),
+                },
+                Ok(false) => {}
+                Err(e) => tracing::warn!(
+                    job = %id,
+                    "giving back a job claimed ahead: {e}; it returns to the queue when its \
+                     lease runs out (SQLite: at the next start), its attempt not counted"
+                ),
+            }
+        }
         self.store.close().await;
         running
     }
@@ -816,8 +890,11 @@ impl Engine {
         while !self.shutdown.load(Ordering::SeqCst) {
             let seen = self.doorbell.count();
             let claimed = match ahead.take() {
-                Some(c) => c,
-                None => match self.claim() {
+                Some(c) => match self.begin(c) {
+                    Some(c) => c,
+                    None => continue,
+                },
+                None => match self.claim(false) {
                     Ok(Some(c)) => c,
                     Ok(None) => {
                         self.doorbell.wait(seen, Duration::from_millis(500));
@@ -856,20 +933,27 @@ impl Engine {
         }
     }
 
-    /// Claims the next job, if any, and starts renewing its lease.
+    /// Claims the next job, if any, and starts renewing its lease; `ahead`:
+    /// a claim to load while another job is proved, its attempt counted
+    /// when [`Engine::begin`] starts it. Jobs the store ends on the way
+    /// (see [`JobStore::sweep`]) are counted and logged.
     ///
     /// # Errors
     /// [`Error::Store`].
-    fn claim(&self) -> Result<Option<Claimed>> {
+    fn claim(&self, ahead: bool) -> Result<Option<Claimed>> {
         let lease_us = (self.config.lease_secs * 1_000_000) as i64;
         let max_attempts = i64::from(self.config.max_attempts);
         // Leases run on the database's clock: one clock for every host.
-        let job = self.rt.block_on(async {
+        let (ended, job) = self.rt.block_on(async {
             let now = self.store.now_us().await?;
-            self.store
-                .claim(&self.owner, now, lease_us, max_attempts)
-                .await
+            let ended = self.store.sweep(now, max_attempts).await?;
+            let job = self.store.take(&self.owner, now, lease_us, ahead).await;
+            Ok::<_, Error>((ended, job))
         })?;
+        for j in &ended {
+            self.ended(j, None, j.error.as_deref());
+        }
+        let job = job?;
         let Some(job) = job else {
             return Ok(None);
         };
@@ -895,7 +979,17 @@ impl Engine {
         if self.shutdown.load(Ordering::SeqCst) {
             return None;
         }
-        let mut c = self.claim().ok().flatten()?;
+        let mut c = self.claim(true).ok().flatten()?;
+        self.ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(c.job.id.clone(), c.lease.clone());
+        if self.shutdown.load(Ordering::SeqCst) {
+            // The stop came during the claim: the shutdown may have given
+            // back the others already.
+            self.give_back(c);
+            return None;
+        }
         let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.load(&c.job)))
             .unwrap_or_else(|_| {
                 Err(Fault::Daemon(Error::Internal(
@@ -906,19 +1000,63 @@ impl Engine {
         Some(c)
     }
 
+    /// Starts a job claimed ahead: takes it out of the claims ahead and
+    /// counts its attempt ([`JobStore::begin`]). `None` when there is
+    /// nothing to prove: a shutdown gave it back, its lease passed to
+    /// another claim, or the store failed (then it is given back).
+    fn begin(&self, c: Claimed) -> Option<Claimed> {
+        let mine = self
+            .ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&c.job.id)
+            .is_some();
+        if !mine {
+            return None;
+        }
+        match self.rt.block_on(self.store.begin(&c.job.id, &c.lease)) {
+            Ok(Some(job)) => Some(Claimed { job, ..c }),
+            Ok(None) => {
+                tracing::warn!(
+                    job = %c.job.id,
+                    "the lease of a job claimed ahead passed to another claim; not proved here"
+                );
+                None
+            }
+            Err(e) => {
+                tracing::warn!(job = %c.job.id, "starting a job claimed ahead: {e}; giving it back");
+                self.ahead
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.job.id.clone(), c.lease.clone());
+                self.give_back(c);
+                None
+            }
+        }
+    }
+
     /// Returns a job claimed ahead and not started to the queue, its
-    /// attempt not counted.
+    /// attempt not counted, unless a shutdown did already.
     fn give_back(&self, c: Claimed) {
         let Claimed {
             job, lease, renew, ..
         } = c;
         drop(renew);
+        let mine = self
+            .ahead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&job.id)
+            .is_some();
+        if !mine {
+            return;
+        }
         match self
             .rt
             .block_on(self.store.unclaim(&job.id, &lease, now_us()))
         {
             Ok(true) => {
-                self.ended_cancelled(&job);
+                self.ended_cancelled(&job, None);
             }
             Ok(false) => {}
             Err(e) => tracing::warn!(
@@ -929,22 +1067,49 @@ impl Engine {
     }
 
     /// Whether `job`, just stored as ended or given back, is now cancelled
-    /// (its cancellation asked while it was held); if so, counts it and
-    /// removes its payload, which nothing reads any more.
-    fn ended_cancelled(&self, job: &JobRecord) -> bool {
-        let cancelled = self
-            .rt
-            .block_on(self.store.get(&job.id))
-            .ok()
-            .flatten()
-            .is_some_and(|j| j.state == JobState::Cancelled);
-        if cancelled {
-            self.metrics.finished(JobState::Cancelled);
-            if job.payload_owned {
-                let _ = std::fs::remove_file(&job.payload_path);
+    /// (its cancellation asked while it was held); if so, [`Engine::ended`]
+    /// with `proof_ms`, the proof's time if one ran.
+    fn ended_cancelled(&self, job: &JobRecord, proof_ms: Option<f64>) -> bool {
+        match self.rt.block_on(self.store.get(&job.id)) {
+            Ok(Some(j)) if j.state == JobState::Cancelled => {
+                self.ended(&j, proof_ms, None);
+                true
             }
+            _ => false,
         }
-        cancelled
+    }
+
+    /// Counts, logs and cleans up after a job that ended, whatever ended
+    /// it (a proof, a failure, a cancellation while queued or running, the
+    /// store giving up on it): `job` as stored at its end (its state, its
+    /// submission, start and end times, its attempts), `proof_ms` the
+    /// prover's time when a proof ran, `error` why it failed. Its payload,
+    /// which nothing reads any more, is removed if the daemon owns it.
+    fn ended(&self, job: &JobRecord, proof_ms: Option<f64>, error: Option<&str>) {
+        self.metrics.finished(job.state);
+        let end = job.finished_us.unwrap_or_else(now_us);
+        // Cancelled while queued: it waited until it ended.
+        let queue_wait_ms = (job.started_us.unwrap_or(end) - job.submitted_us).max(0) as f64 / 1e3;
+        let (id, circuit, state) = (&job.id, &job.circuit_id, job.state.as_str());
+        match (proof_ms, error) {
+            // Errors quoted (`?`): a client's path in them cannot start a
+            // line of its own in the log.
+            (_, Some(e)) => tracing::warn!(
+                job = %id, circuit = %circuit, state, attempts = job.attempts,
+                queue_wait_ms, error = ?e, "job ended"
+            ),
+            (Some(proof_ms), None) => tracing::info!(
+                job = %id, circuit = %circuit, state, attempts = job.attempts,
+                queue_wait_ms, proof_ms, "job ended"
+            ),
+            (None, None) => tracing::info!(
+                job = %id, circuit = %circuit, state, attempts = job.attempts,
+                queue_wait_ms, "job ended"
+            ),
+        }
+        if job.payload_owned {
+            let _ = std::fs::remove_file(&job.payload_path);
+        }
     }
 
     /// Proves one claimed job and stores the outcome: the proof; a failure
@@ -1022,27 +1187,28 @@ impl Engine {
             // Errors quoted (`?`): a client's path in them cannot start a
             // line of its own in the log.
             (Err(Fault::Daemon(e)), Ok(true)) => {
-                if self.ended_cancelled(&job) {
-                    tracing::info!(job = %job.id, error = ?e.to_string(), "cancelled");
-                } else {
+                if !self.ended_cancelled(&job, None) {
                     tracing::warn!(job = %job.id, error = ?e.to_string(), "given back to the queue");
                 }
             }
             (Ok((_, t, _)), Ok(true)) => {
-                if !self.ended_cancelled(&job) {
-                    self.metrics.finished(JobState::Done);
-                    if job.payload_owned {
-                        let _ = std::fs::remove_file(&job.payload_path);
-                    }
+                if !self.ended_cancelled(&job, Some(t.total_ms)) {
+                    let done = JobRecord {
+                        state: JobState::Done,
+                        finished_us: Some(now_us()),
+                        ..job.clone()
+                    };
+                    self.ended(&done, Some(t.total_ms), None);
                 }
                 self.metrics.stages(t);
             }
             (Err(Fault::Job(e)), Ok(true)) => {
-                tracing::warn!(job = %job.id, error = ?e.to_string(), "job failed");
-                self.metrics.finished(JobState::Failed);
-                if job.payload_owned {
-                    let _ = std::fs::remove_file(&job.payload_path);
-                }
+                let failed = JobRecord {
+                    state: JobState::Failed,
+                    finished_us: Some(now_us()),
+                    ..job.clone()
+                };
+                self.ended(&failed, None, Some(&e.to_string()));
             }
         }
         self.changed.notify_waiters();
@@ -1541,9 +1707,123 @@ fn sqlite_file(url: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{sqlite_file, Payload};
+    use super::{now_us, sqlite_file, Engine, Payload};
+    use crate::job::{JobState, NewJob, Priority};
+    use crate::Config;
     use rand::{RngCore, SeedableRng};
     use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// An engine on the CPU path over `dir`, no circuits, `max_attempts`
+    /// 1, whose workers have stopped (no job is claimed but by the test).
+    async fn idle_engine(dir: &std::path::Path) -> Arc<Engine> {
+        let e = Engine::start(Config {
+            data_dir: dir.join("data"),
+            key_dirs: vec![dir.join("keys")],
+            devices: Some(Vec::new()),
+            gpu_workers_per_device: 1,
+            max_attempts: 1,
+            ..Config::default()
+        })
+        .await
+        .unwrap();
+        e.begin_shutdown();
+        while !e.workers.lock().unwrap().iter().all(|h| h.is_finished()) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        e
+    }
+
+    /// A queued job `id` whose payload file the daemon owns; its path.
+    async fn queue(e: &Engine, dir: &std::path::Path, id: &str) -> PathBuf {
+        let p = dir.join(format!("{id}.asg"));
+        std::fs::write(&p, b"payload").unwrap();
+        let job = NewJob {
+            id: id.into(),
+            circuit_id: "c".into(),
+            priority: Priority::Normal,
+            idempotency_key: None,
+            payload_path: p.display().to_string(),
+            payload_owned: true,
+            payload_bytes: 7,
+            payload_digest: None,
+        };
+        e.store().insert(&job, now_us()).await.unwrap();
+        p
+    }
+
+    /// `cuzk_jobs_finished_total`'s value for `state` (0 when absent).
+    async fn finished(e: &Engine, state: &str) -> u64 {
+        let text = e.metrics().render(&e.status().await.unwrap());
+        let line = format!("cuzk_jobs_finished_total{{state=\"{state}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
+    /// Every job that ends is counted once, with its payload removed:
+    /// cancelled while queued, and ended by the store's sweep (cancelled
+    /// after its daemon died, failed after its last attempt).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_ended_job_is_counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = idle_engine(tmp.path()).await;
+        let a = queue(&e, tmp.path(), "a").await;
+        let b = queue(&e, tmp.path(), "b").await;
+        assert_eq!(e.cancel("a").await.unwrap(), JobState::Cancelled);
+        assert_eq!(e.cancel("b").await.unwrap(), JobState::Cancelled);
+        // Cancelling an ended job again changes nothing.
+        assert_eq!(e.cancel("b").await.unwrap(), JobState::Cancelled);
+        assert_eq!(finished(&e, "cancelled").await, 2);
+        assert!(!a.exists() && !b.exists());
+        // Held by daemons that died (leases of 0.3 s): one asked to cancel,
+        // one at its last attempt. The next claim ends both.
+        let c = queue(&e, tmp.path(), "c").await;
+        let d = queue(&e, tmp.path(), "d").await;
+        for _ in 0..2 {
+            let now = e.store().now_us().await.unwrap();
+            e.store()
+                .claim("dead", now, 300_000, 1)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        e.store().cancel("c", now_us()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let e2 = e.clone();
+        let claimed = tokio::task::spawn_blocking(move || e2.claim(false).map(|c| c.is_none()))
+            .await
+            .unwrap();
+        assert!(claimed.unwrap(), "nothing left to claim");
+        assert_eq!(finished(&e, "cancelled").await, 3);
+        assert_eq!(finished(&e, "failed").await, 1);
+        let d_row = e.store().get("d").await.unwrap().unwrap();
+        assert_eq!((d_row.state, d_row.attempts), (JobState::Failed, 1));
+        assert!(!c.exists() && !d.exists());
+    }
+
+    /// Health: ok while serving, the reason while shutting down or when
+    /// the store does not answer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn health_says_why_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = Engine::start(Config {
+            data_dir: tmp.path().join("data"),
+            key_dirs: vec![tmp.path().join("keys")],
+            devices: Some(Vec::new()),
+            gpu_workers_per_device: 1,
+            ..Config::default()
+        })
+        .await
+        .unwrap();
+        assert_eq!(e.health().await, Ok(()));
+        e.store().close().await;
+        let why = e.health().await.unwrap_err();
+        assert!(why.starts_with("the job store does not answer: "), "{why}");
+        e.begin_shutdown();
+        assert_eq!(e.health().await.unwrap_err(), "shutting down");
+    }
 
     /// One assignment has one digest however it arrived: inline, or
     /// streamed with its hash taken on the way in or read back from the

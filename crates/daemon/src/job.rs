@@ -215,4 +215,8 @@ pub struct JobRecord {
     pub cancel_requested: bool,
     /// While running: the lease token of the claim that holds it.
     pub lease: Option<String>,
+    /// While running: a worker claimed it ahead, to load it while it
+    /// proves another job, and has not started proving it (this claim's
+    /// attempt is not counted yet).
+    pub claimed_ahead: bool,
 }

@@ -1,6 +1,13 @@
 //! Prometheus metrics (prometheus-client), served at `/metrics` on
-//! `metrics_listen`: jobs by state, queue wait, stage times, device busy
-//! fraction and memory, key host memory.
+//! `metrics_listen`: jobs by state, jobs ended by this daemon by state,
+//! queue wait, stage times, device busy fraction and memory, key host
+//! memory.
+//!
+//! The same listener serves `/healthz` for load balancers and process
+//! supervisors: 200 `ok` while the daemon serves; 503 with a one-line
+//! reason while it shuts down (until its running proofs end or the
+//! shutdown grace passes) or when the job store does not answer a trivial
+//! query within 5 s.
 
 use crate::engine::Timings;
 use crate::job::{JobState, Priority};
@@ -170,7 +177,7 @@ impl Metrics {
     }
 }
 
-/// Serves `/metrics` on `addr` until `stop` resolves.
+/// Serves `/metrics` and `/healthz` on `addr` until `stop` resolves.
 ///
 /// # Errors
 /// [`crate::Error::Io`] when `addr` cannot be bound.
@@ -185,7 +192,8 @@ pub async fn serve(
     serve_on(engine, listener, stop).await
 }
 
-/// Serves `/metrics` on a bound `listener` until `stop` resolves.
+/// Serves `/metrics` and `/healthz` (see the module docs) on a bound
+/// `listener` until `stop` resolves.
 ///
 /// # Errors
 /// [`crate::Error::Io`] when serving fails.
@@ -195,29 +203,55 @@ pub async fn serve_on(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> crate::Result<()> {
     use axum::routing::get;
-    let app = axum::Router::new().route(
-        "/metrics",
-        get(move || {
-            let e = engine.clone();
-            async move {
-                match e.status().await {
-                    Ok(s) => (
-                        axum::http::StatusCode::OK,
+    let health = engine.clone();
+    let app = axum::Router::new()
+        .route(
+            "/healthz",
+            get(move || {
+                let e = health.clone();
+                async move {
+                    let (code, body) = match e.health().await {
+                        Ok(()) => (axum::http::StatusCode::OK, "ok\n".to_string()),
+                        Err(why) => (
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            // One line whatever the store's error says.
+                            format!("{}\n", why.replace(['\r', '\n'], " ")),
+                        ),
+                    };
+                    (
+                        code,
                         [(
                             axum::http::header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            "text/plain; charset=utf-8",
                         )],
-                        e.metrics().render(&s),
-                    ),
-                    Err(err) => (
-                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                        [(axum::http::header::CONTENT_TYPE, "text/plain")],
-                        err.to_string(),
-                    ),
+                        body,
+                    )
                 }
-            }
-        }),
-    );
+            }),
+        )
+        .route(
+            "/metrics",
+            get(move || {
+                let e = engine.clone();
+                async move {
+                    match e.status().await {
+                        Ok(s) => (
+                            axum::http::StatusCode::OK,
+                            [(
+                                axum::http::header::CONTENT_TYPE,
+                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            )],
+                            e.metrics().render(&s),
+                        ),
+                        Err(err) => (
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            [(axum::http::header::CONTENT_TYPE, "text/plain")],
+                            err.to_string(),
+                        ),
+                    }
+                }
+            }),
+        );
     axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await

@@ -374,9 +374,16 @@ pub async fn serve_bound(
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    // The metrics endpoint serves until the engine has stopped, so that
+    // its /healthz answers 503 through the shutdown.
+    let (metrics_tx, metrics_rx) = tokio::sync::watch::channel(false);
     let metrics = listeners.metrics.map(|listener| {
+        match listener.local_addr() {
+            Ok(addr) => tracing::info!(%addr, "serving metrics at /metrics and health at /healthz"),
+            Err(e) => tracing::warn!("the metrics endpoint's address: {e}"),
+        }
         let e = engine.clone();
-        let stop = stopped(rx.clone());
+        let stop = stopped(metrics_rx);
         tokio::spawn(async move { crate::metrics::serve_on(e, listener, stop).await })
     });
     // A message holds an inline assignment (up to max_inline_bytes) or a
@@ -456,13 +463,26 @@ pub async fn serve_bound(
             let _ = std::fs::remove_file(&path);
         }
     }
-    served.map_err(|e| Error::Internal(format!("gRPC server: {e}")))?;
-    tracing::info!("stopping: waiting for running proofs");
-    let grace = engine.config().shutdown_grace_secs;
-    let running = engine.shutdown(Duration::from_secs(grace)).await;
-    if let Some(m) = metrics {
-        let _ = m.await;
+    if let Err(e) = served {
+        engine.begin_shutdown();
+        let _ = metrics_tx.send(true);
+        return Err(Error::Internal(format!("gRPC server: {e}")));
     }
+    let grace = engine.config().shutdown_grace_secs;
+    tracing::info!(
+        grace_secs = grace,
+        "stopping: waiting for running proofs (shutdown_grace_secs)"
+    );
+    let running = engine.shutdown(Duration::from_secs(grace)).await;
+    let _ = metrics_tx.send(true);
+    if let Some(m) = metrics {
+        match m.await {
+            Ok(Err(e)) => tracing::warn!("the metrics endpoint: {e}"),
+            Err(e) => tracing::warn!("the metrics endpoint's task: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
+    tracing::info!(proofs_cut_short = running, "stopped");
     if running > 0 {
         return Err(Error::Unavailable(format!(
             "stopped with {running} proofs still running after the shutdown grace of {grace} s \

@@ -62,6 +62,7 @@ const SCHEMA: &[&str] = &[
         lease_until_us BIGINT,
         attempts BIGINT NOT NULL DEFAULT 0,
         cancel_requested BIGINT NOT NULL DEFAULT 0,
+        claimed_ahead BIGINT NOT NULL DEFAULT 0,
         proof TEXT,
         timings TEXT,
         device BIGINT,
@@ -71,9 +72,25 @@ const SCHEMA: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS cuzk_jobs_queue ON cuzk_jobs (state, priority, submitted_us)",
 ];
 
+/// Columns added to the table after its first release, with the statement
+/// that adds each to a store made before it (earlier rows take the
+/// default): `payload_digest` (idempotency keys compare payloads) and
+/// `claimed_ahead` (a claim that has not started proving, whose attempt
+/// is not counted).
+const ADDED_COLUMNS: &[(&str, &str)] = &[
+    (
+        "payload_digest",
+        "ALTER TABLE cuzk_jobs ADD COLUMN payload_digest TEXT",
+    ),
+    (
+        "claimed_ahead",
+        "ALTER TABLE cuzk_jobs ADD COLUMN claimed_ahead BIGINT NOT NULL DEFAULT 0",
+    ),
+];
+
 const COLUMNS: &str = "id, circuit_id, priority, state, payload_path, payload_owned, \
      payload_digest, submitted_us, started_us, finished_us, attempts, proof, timings, device, \
-     worker, error, cancel_requested, lease_owner";
+     worker, error, cancel_requested, lease_owner, claimed_ahead";
 
 impl JobStore {
     /// Opens (and creates, for SQLite) the store at `url`
@@ -158,18 +175,16 @@ impl JobStore {
                 break;
             }
         }
-        // A store made before jobs kept their payload's digest gets the
-        // column (its earlier rows hold none).
-        if created.is_ok()
-            && sqlx::query("SELECT payload_digest FROM cuzk_jobs LIMIT 0")
-                .execute(&mut *conn)
-                .await
-                .is_err()
-        {
-            created = sqlx::query("ALTER TABLE cuzk_jobs ADD COLUMN payload_digest TEXT")
-                .execute(&mut *conn)
-                .await
-                .map(|_| ());
+        // A store made before a column was added gets it.
+        for (column, add) in ADDED_COLUMNS {
+            if created.is_ok()
+                && sqlx::query(&format!("SELECT {column} FROM cuzk_jobs LIMIT 0"))
+                    .execute(&mut *conn)
+                    .await
+                    .is_err()
+            {
+                created = sqlx::query(add).execute(&mut *conn).await.map(|_| ());
+            }
         }
         if kind == StoreKind::Postgres {
             sqlx::query("SELECT pg_advisory_unlock(2782631)")
@@ -249,16 +264,9 @@ impl JobStore {
         ))
     }
 
-    /// Takes the next job for worker `worker`: the highest class first, the
-    /// oldest first within it, among queued jobs and running jobs whose
-    /// lease ran out. Holds it until `now_us + lease_us` unless renewed,
-    /// under a lease token of this claim alone (the record's `lease`),
-    /// which [`JobStore::renew`], [`JobStore::complete`],
-    /// [`JobStore::fail`] and [`JobStore::release`] take. Before claiming:
-    /// jobs whose lease ran out with a cancellation asked become cancelled,
-    /// and jobs taken `max_attempts` times already become failed. The
-    /// start time is `now_us`, or the submission's when later (SQLite's
-    /// clock counts milliseconds, the submission microseconds).
+    /// Takes the next job for worker `worker`: [`JobStore::sweep`], then
+    /// [`JobStore::take`] of a claim that proves at once (its attempt
+    /// counted).
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -269,24 +277,66 @@ impl JobStore {
         lease_us: i64,
         max_attempts: i64,
     ) -> Result<Option<JobRecord>> {
-        sqlx::query(
+        self.sweep(now_us, max_attempts).await?;
+        self.take(worker, now_us, lease_us, false).await
+    }
+
+    /// Ends the jobs that can no longer be claimed, and returns them as
+    /// they ended: running jobs whose lease ran out (their daemon died)
+    /// with a cancellation asked become cancelled, and jobs taken
+    /// `max_attempts` times already become failed, queued or with their
+    /// lease run out. `now_us` is the database's clock
+    /// ([`JobStore::now_us`]).
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn sweep(&self, now_us: i64, max_attempts: i64) -> Result<Vec<JobRecord>> {
+        let cancelled = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET state = 'cancelled', finished_us = $1, lease_owner = NULL \
-             WHERE state = 'running' AND lease_until_us < $1 AND cancel_requested = 1",
-        )
+             WHERE state = 'running' AND lease_until_us < $1 AND cancel_requested = 1 \
+             RETURNING {COLUMNS}"
+        ))
         .bind(now_us)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
-        sqlx::query(
+        let failed = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET state = 'failed', finished_us = $1, lease_owner = NULL, \
              error = 'gave up after ' || CAST(attempts AS TEXT) || ' attempts, the last: ' || \
              COALESCE(error, 'its worker died or lost the lease') \
              WHERE attempts >= $2 AND (state = 'queued' OR \
-             (state = 'running' AND lease_until_us < $1))",
-        )
+             (state = 'running' AND lease_until_us < $1)) \
+             RETURNING {COLUMNS}"
+        ))
         .bind(now_us)
         .bind(max_attempts)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
+        cancelled.iter().chain(&failed).map(record).collect()
+    }
+
+    /// Takes the next job for worker `worker`: the highest class first,
+    /// the oldest first within it, among queued jobs and running jobs
+    /// whose lease ran out. Holds it until `now_us + lease_us` unless
+    /// renewed, under a lease token of this claim alone (the record's
+    /// `lease`), which [`JobStore::renew`], [`JobStore::complete`],
+    /// [`JobStore::fail`] and [`JobStore::release`] take. The start time is
+    /// `now_us`, or the submission's when later (SQLite's clock counts
+    /// milliseconds, the submission microseconds). A claim that proves at
+    /// once counts an attempt; one `ahead` (a worker loads the job while it
+    /// proves another) does not until [`JobStore::begin`], so that a job
+    /// whose claim never started proving (the daemon stopped or died first)
+    /// keeps its attempts. Call [`JobStore::sweep`] first: a job taken
+    /// `max_attempts` times must not be taken again.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn take(
+        &self,
+        worker: &str,
+        now_us: i64,
+        lease_us: i64,
+        ahead: bool,
+    ) -> Result<Option<JobRecord>> {
         let lock = match self.kind {
             StoreKind::Postgres => " FOR UPDATE SKIP LOCKED",
             StoreKind::Sqlite => "",
@@ -295,7 +345,7 @@ impl JobStore {
             "UPDATE cuzk_jobs SET state = 'running', lease_owner = $1, worker = $2, \
              lease_until_us = $3, \
              started_us = CASE WHEN submitted_us > $4 THEN submitted_us ELSE $4 END, \
-             attempts = attempts + 1 \
+             attempts = attempts + $5, claimed_ahead = $6 \
              WHERE id = (SELECT id FROM cuzk_jobs \
                WHERE state = 'queued' OR (state = 'running' AND lease_until_us < $4) \
                ORDER BY priority DESC, submitted_us, id LIMIT 1{lock}) \
@@ -307,8 +357,30 @@ impl JobStore {
             .bind(worker)
             .bind(now_us.saturating_add(lease_us))
             .bind(now_us)
+            .bind(i64::from(!ahead))
+            .bind(i64::from(ahead))
             .fetch_optional(&self.pool)
             .await?;
+        row.map(|r| record(&r)).transpose()
+    }
+
+    /// Starts proving job `id`, claimed ahead under lease token `lease`
+    /// ([`JobStore::take`] with `ahead`): counts its attempt. Returns the
+    /// job as it is now; `None` when it is no longer held by `lease` (its
+    /// lease ran out and another claim took it).
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn begin(&self, id: &str, lease: &str) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!(
+            "UPDATE cuzk_jobs SET attempts = attempts + claimed_ahead, claimed_ahead = 0 \
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running' \
+             RETURNING {COLUMNS}"
+        ))
+        .bind(id)
+        .bind(lease)
+        .fetch_optional(&self.pool)
+        .await?;
         row.map(|r| record(&r)).transpose()
     }
 
@@ -339,10 +411,11 @@ impl JobStore {
 
     /// Gives job `id`, claimed by lease token `lease` and never started
     /// (a job a worker claimed ahead when the daemon stopped), back to the
-    /// queue as it was: its attempt not counted, no start time. False when
-    /// the job is no longer held by `lease`. A job whose cancellation was
-    /// asked ends cancelled instead, finished at `now_us` (microseconds
-    /// since the Unix epoch).
+    /// queue as it was: its attempt not counted (a claim ahead counted
+    /// none; another's is taken back), no start time. False when the job is
+    /// no longer held by `lease`. A job whose cancellation was asked ends
+    /// cancelled instead, finished at `now_us` (microseconds since the Unix
+    /// epoch).
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -350,7 +423,8 @@ impl JobStore {
         let r = sqlx::query(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
              ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, started_us = NULL, \
-             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, \
+             attempts = CASE WHEN claimed_ahead = 1 OR attempts = 0 THEN attempts \
+             ELSE attempts - 1 END, claimed_ahead = 0, \
              finished_us = CASE WHEN cancel_requested = 1 THEN $3 ELSE finished_us END \
              WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
         )
@@ -508,21 +582,33 @@ impl JobStore {
     /// Puts every running job back in the queue: for a single daemon on
     /// SQLite at start, whose previous run died holding them. Those whose
     /// cancellation was asked end cancelled instead, finished at `now_us`
-    /// (microseconds since the Unix epoch). Returns how many jobs changed.
+    /// (microseconds since the Unix epoch). A job claimed ahead that never
+    /// started proving keeps its attempts (its claim counted none). Returns
+    /// the jobs as they are now (queued or cancelled).
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn requeue_running(&self, now_us: i64) -> Result<u64> {
-        let r = sqlx::query(
+    pub async fn requeue_running(&self, now_us: i64) -> Result<Vec<JobRecord>> {
+        let rows = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
-             ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, \
+             ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, claimed_ahead = 0, \
              finished_us = CASE WHEN cancel_requested = 1 THEN $1 ELSE finished_us END \
-             WHERE state = 'running'",
-        )
+             WHERE state = 'running' \
+             RETURNING {COLUMNS}"
+        ))
         .bind(now_us)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
-        Ok(r.rows_affected())
+        rows.iter().map(record).collect()
+    }
+
+    /// Whether the store answers a trivial query: the health check's.
+    ///
+    /// # Errors
+    /// [`Error::Store`] with the driver's reason.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
     /// Deletes the jobs that ended before `before_us` (done, failed or
@@ -610,6 +696,7 @@ fn record(r: &AnyRow) -> Result<JobRecord> {
         error: r.try_get("error")?,
         cancel_requested: r.try_get::<i64, _>("cancel_requested")? != 0,
         lease: r.try_get("lease_owner")?,
+        claimed_ahead: r.try_get::<i64, _>("claimed_ahead")? != 0,
     })
 }
 
@@ -676,8 +763,11 @@ mod tests {
         assert_eq!(s.depth().await.unwrap(), (4, 400));
     }
 
+    /// A store made before `payload_digest` and `claimed_ahead` gets both
+    /// columns, its rows read with their defaults, and claims ahead work
+    /// on it.
     #[tokio::test]
-    async fn a_store_without_payload_digests_gets_the_column() {
+    async fn a_store_without_the_added_columns_gets_them() {
         use sqlx::Connection;
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("jobs.db").display());
@@ -685,8 +775,13 @@ mod tests {
         let mut c = sqlx::AnyConnection::connect(&format!("{url}?mode=rwc"))
             .await
             .unwrap();
-        let old = SCHEMA[0].replace("payload_digest TEXT,", "");
-        assert_ne!(old, SCHEMA[0]);
+        let old = SCHEMA[0]
+            .replace("payload_digest TEXT,", "")
+            .replace("claimed_ahead BIGINT NOT NULL DEFAULT 0,", "");
+        assert_eq!(
+            old.len() + "payload_digest TEXT,claimed_ahead BIGINT NOT NULL DEFAULT 0,".len(),
+            SCHEMA[0].len()
+        );
         sqlx::query(&old).execute(&mut c).await.unwrap();
         sqlx::query(
             "INSERT INTO cuzk_jobs (id, idempotency_key, circuit_id, priority, state, \
@@ -698,7 +793,13 @@ mod tests {
         .unwrap();
         c.close().await.unwrap();
         let s = JobStore::open(&url).await.unwrap();
-        assert_eq!(s.by_key("k").await.unwrap().unwrap().payload_digest, None);
+        let old = s.by_key("k").await.unwrap().unwrap();
+        assert_eq!((old.payload_digest, old.claimed_ahead), (None, false));
+        let j = s.take("w", 5, 100, true).await.unwrap().unwrap();
+        assert_eq!(
+            (j.id.as_str(), j.attempts, j.claimed_ahead),
+            ("old", 0, true)
+        );
         let mut j = job("new", Priority::Normal, Some("k2"));
         j.payload_digest = Some("ab12".into());
         s.insert(&j, 2).await.unwrap();
@@ -808,6 +909,17 @@ mod tests {
             (a.state, a.attempts, a.started_us),
             (JobState::Queued, 0, None)
         );
+        // Claimed ahead: no attempt counted until it begins, none taken
+        // back when it is given back.
+        let j = s.take("w", 12, 100, true).await.unwrap().unwrap();
+        assert_eq!((j.id.as_str(), j.attempts, j.claimed_ahead), ("a", 0, true));
+        let lease = j.lease.unwrap();
+        assert!(s.unclaim("a", &lease, 15).await.unwrap());
+        let a = s.get("a").await.unwrap().unwrap();
+        assert_eq!(
+            (a.state, a.attempts, a.started_us),
+            (JobState::Queued, 0, None)
+        );
         // Still first in line, and its one attempt (max_attempts 1) is
         // still there.
         let j = s.claim("w", 20, 100, 1).await.unwrap().unwrap();
@@ -824,10 +936,77 @@ mod tests {
             .unwrap());
         let b = s.get("b").await.unwrap().unwrap();
         assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(32)));
-        // Finished, so pruned like any other: "a" (queued) stays.
+        // Finished, so pruned like any other: "a" (running) stays.
         assert_eq!(s.prune(33).await.unwrap(), 1);
         assert!(s.get("b").await.unwrap().is_none());
         assert!(s.get("a").await.unwrap().is_some());
+    }
+
+    /// A claim ahead counts its attempt only when it begins: a daemon that
+    /// dies (or stops) holding one, again and again, does not use up the
+    /// job's attempts; one that dies proving it does.
+    #[tokio::test]
+    async fn a_claim_ahead_counts_its_attempt_when_it_begins() {
+        let (s, d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        let url = format!("sqlite://{}", d.path().join("jobs.db").display());
+        let mut s = s;
+        // max_attempts 1: three crashes holding it ahead, and it is still
+        // taken.
+        for t in [10, 20, 30] {
+            assert!(s.sweep(t, 1).await.unwrap().is_empty());
+            let j = s.take("w", t, 1_000_000, true).await.unwrap().unwrap();
+            assert_eq!((j.id.as_str(), j.attempts, j.claimed_ahead), ("a", 0, true));
+            s.close().await;
+            s = JobStore::open(&url).await.unwrap();
+            let back = s.requeue_running(t + 1).await.unwrap();
+            assert_eq!(back.len(), 1);
+            assert_eq!(
+                (back[0].state, back[0].attempts, back[0].claimed_ahead),
+                (JobState::Queued, 0, false)
+            );
+        }
+        // On PostgreSQL its lease runs out instead: the next claim counts
+        // one attempt, not two.
+        let j = s.take("dead", 40, 10, true).await.unwrap().unwrap();
+        assert!(s.sweep(60, 1).await.unwrap().is_empty());
+        let j2 = s.claim("w", 60, 100, 1).await.unwrap().unwrap();
+        assert_eq!((j2.attempts, j2.claimed_ahead), (1, false));
+        assert!(
+            s.begin("a", j.lease.as_deref().unwrap())
+                .await
+                .unwrap()
+                .is_none(),
+            "lost"
+        );
+        // Begun, the attempt counts: a crash while proving uses it up.
+        assert!(s
+            .release("a", j2.lease.as_deref().unwrap(), "GPU fault", 61)
+            .await
+            .unwrap());
+        let failed = s.sweep(70, 1).await.unwrap();
+        assert_eq!(failed.len(), 1);
+        assert_eq!((failed[0].state, failed[0].attempts), (JobState::Failed, 1));
+        s.insert(&job("b", Priority::Normal, None), 80)
+            .await
+            .unwrap();
+        let j = s.take("w", 81, 100, true).await.unwrap().unwrap();
+        let begun = s
+            .begin("b", j.lease.as_deref().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((begun.attempts, begun.claimed_ahead), (1, false));
+        // Beginning twice counts once.
+        let again = s
+            .begin("b", j.lease.as_deref().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(again.attempts, 1);
+        assert_eq!(s.requeue_running(90).await.unwrap()[0].attempts, 1);
     }
 
     #[tokio::test]
@@ -924,7 +1103,7 @@ mod tests {
         drop(s);
         let url = format!("sqlite://{}", d.path().join("jobs.db").display());
         let s = JobStore::open(&url).await.unwrap();
-        assert_eq!(s.requeue_running(4).await.unwrap(), 2);
+        assert_eq!(s.requeue_running(4).await.unwrap().len(), 2);
         let b = s.get("b").await.unwrap().unwrap();
         assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(4)));
         let j = s.claim("new", 3, 100, 5).await.unwrap().unwrap();

@@ -1191,3 +1191,160 @@ fn keygen_writes_over_a_key_only_with_force() {
         "a new random-point key"
     );
 }
+
+/// A job claimed ahead (loaded while another proof runs) goes back to the
+/// queue, its attempt not counted, when the shutdown grace runs out with
+/// that proof still running; /healthz says 503 from the stop on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_claimed_ahead_goes_back_when_the_grace_runs_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: tmp.path().join("data"),
+        key_dirs: vec![keys().to_path_buf()],
+        devices: Some(Vec::new()),
+        gpu_workers_per_device: 1,
+        load_ahead: true,
+        max_attempts: 1,
+        ..Config::default()
+    };
+    let engine = Engine::start(config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mport = listener.local_addr().unwrap().port();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let metrics = tokio::spawn(cuzk_daemon::metrics::serve_on(
+        engine.clone(),
+        listener,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let health = move || tokio::task::spawn_blocking(move || http_get(mport, "/healthz"));
+    let ok = health().await.unwrap();
+    assert!(
+        ok.starts_with("HTTP/1.0 200") && ok.ends_with("\r\n\r\nok\n"),
+        "{ok}"
+    );
+    // Three jobs: a worker's claim ahead is made as its proof starts, so
+    // the second may come too late for the first proof's.
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let (id, dup) = engine
+            .submit(cuzk_daemon::Submit {
+                circuit_id: ONE.into(),
+                priority: cuzk_daemon::Priority::Normal,
+                idempotency_key: None,
+                payload: cuzk_daemon::Payload::Bytes(witness(ONE, i).to_bytes()),
+            })
+            .await
+            .unwrap();
+        assert!(!dup);
+        ids.push(id);
+    }
+    // One job proves while the next is claimed ahead.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let (proving, ahead) = loop {
+        let mut running = Vec::new();
+        for id in &ids {
+            let j = engine.store().get(id).await.unwrap().unwrap();
+            if j.state == cuzk_daemon::JobState::Running {
+                running.push(j);
+            }
+        }
+        if let [a, b] = &running[..] {
+            match (a.claimed_ahead, b.claimed_ahead) {
+                (false, true) => break (a.clone(), b.clone()),
+                (true, false) => break (b.clone(), a.clone()),
+                _ => {}
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no job claimed ahead");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!((proving.attempts, ahead.attempts), (1, 0));
+    engine.begin_shutdown();
+    let down = health().await.unwrap();
+    assert!(
+        down.starts_with("HTTP/1.0 503") && down.ends_with("\r\n\r\nshutting down\n"),
+        "{down}"
+    );
+    assert_eq!(engine.shutdown(Duration::ZERO).await, 1, "a proof running");
+    let _ = stop.send(());
+    metrics.await.unwrap().unwrap();
+    let url = format!("sqlite://{}", tmp.path().join("data/jobs.db").display());
+    let store = cuzk_daemon::JobStore::open(&url).await.unwrap();
+    let cut = store.get(&proving.id).await.unwrap().unwrap();
+    assert_eq!(
+        (cut.state, cut.attempts),
+        (cuzk_daemon::JobState::Running, 1)
+    );
+    let back = store.get(&ahead.id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            back.state,
+            back.attempts,
+            back.claimed_ahead,
+            back.started_us
+        ),
+        (cuzk_daemon::JobState::Queued, 0, false, None)
+    );
+}
+
+/// The log tells a job's life (accepted, ended, with its times), the
+/// metrics address at the start and "stopped" last; /healthz answers ok.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_tells_a_jobs_life() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (port, mport) = (free_port(), free_port());
+    let maddr = format!("127.0.0.1:{mport}");
+    let mut daemon = Daemon::start(port, tmp.path(), &["--metrics-listen", &maddr]);
+    let mut c = connect(port).await;
+    let a = witness(TINY, 1);
+    let job = submit(&mut c, TINY, &a, "key-1", pb::Priority::High).await;
+    await_done(&mut c, &job).await;
+    let again = c
+        .submit_proof(inline(TINY, &a, "key-1", pb::Priority::High))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(again.duplicate);
+    let ok = tokio::task::spawn_blocking(move || http_get(mport, "/healthz"))
+        .await
+        .unwrap();
+    assert!(
+        ok.starts_with("HTTP/1.0 200") && ok.ends_with("ok\n"),
+        "{ok}"
+    );
+    assert!(daemon.terminate(), "a clean stop");
+    let log = std::fs::read_to_string(tmp.path().join("daemon.log")).unwrap();
+    let line = |what: &str| {
+        log.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no `{what}` in\n{log}"))
+            .to_string()
+    };
+    assert!(line("serving metrics").contains(&maddr), "{log}");
+    let accepted: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("job accepted") && l.contains(&job))
+        .collect();
+    assert_eq!(accepted.len(), 2, "{log}");
+    for (l, dup) in accepted.iter().zip(["duplicate=false", "duplicate=true"]) {
+        assert!(
+            l.contains(TINY) && l.contains("priority=\"high\"") && l.contains(dup),
+            "{l}"
+        );
+    }
+    let ended = line("job ended");
+    for field in [
+        job.as_str(),
+        TINY,
+        "state=\"done\"",
+        "attempts=1",
+        "queue_wait_ms=",
+        "proof_ms=",
+    ] {
+        assert!(ended.contains(field), "{field} not in {ended}");
+    }
+    let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(last.contains("stopped"), "{log}");
+}
