@@ -1348,3 +1348,49 @@ async fn the_log_tells_a_jobs_life() {
     let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
     assert!(last.contains("stopped"), "{log}");
 }
+
+/// An ordinary error of either binary is one line of its causes on
+/// stderr and exit status 1, without a backtrace even when
+/// RUST_BACKTRACE asks for one.
+#[test]
+fn errors_are_one_line_without_a_backtrace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |exe: std::path::PathBuf, args: &[&str]| {
+        let out = std::process::Command::new(exe)
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .env("RUST_LIB_BACKTRACE", "1")
+            .stdout(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let data = tmp.path().join("data").display().to_string();
+    let (code, err) = run(daemon_exe(), &["--devices", "zero", "--data-dir", &data]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        err,
+        "cuzk-daemon: --devices zero: invalid digit found in string (give 0,1,... or cpu)\n"
+    );
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, err) = run(
+        daemon_exe(),
+        &["--devices", "cpu", "--data-dir", &data, "--listen", &addr],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!("cuzk-daemon: binding {addr}: ")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let (code, err) = run(cli_exe(), &["--addr", &dead, "status"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.starts_with("cuzk: ") && err.contains(&dead), "{err}");
+    assert!(!err.contains("backtrace"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

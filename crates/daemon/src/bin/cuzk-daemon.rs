@@ -4,7 +4,9 @@
 //! flags override it; `--print-config` prints the result as TOML and
 //! exits. SIGTERM or Ctrl-C stop it after the running proofs (exit status
 //! 1 if the shutdown grace passed first); a second one stops it at once
-//! (status 130).
+//! (status 130). Its log goes to stdout (`RUST_LOG` sets the filter,
+//! `info` by default); an error that stops it is one line on stderr,
+//! with exit status 1 (2 for a flag clap refuses).
 //! On a TCP address other hosts can reach it needs `--auth-token-file`
 //! (every gRPC call then carries the token), client certificates
 //! (`--tls-client-ca-file`) or `--allow-unauthenticated`;
@@ -24,8 +26,10 @@ struct Args {
     /// gRPC listen address (host:port or unix:/path.sock).
     #[arg(long)]
     listen: Option<String>,
-    /// Prometheus endpoint (host:port, served at /metrics). It needs no
-    /// token (counters only): bind it to a private address.
+    /// Prometheus endpoint (host:port, served at /metrics) and health
+    /// check (/healthz: 200 while serving, 503 with the reason while
+    /// stopping or when the job store does not answer). It needs no token
+    /// (counters only): bind it to a private address.
     #[arg(long)]
     metrics_listen: Option<String>,
     /// A file holding the bearer token every gRPC call must carry
@@ -225,8 +229,26 @@ fn defaults_note(c: &Config) -> String {
     n
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Runs the daemon; an error is printed as one line of its causes
+/// (`{:#}`), never with a backtrace, and exits 1.
+fn main() -> std::process::ExitCode {
+    let run = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))
+        .and_then(|rt| rt.block_on(daemon()));
+    match run {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cuzk-daemon: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The daemon: flags, then `--print-config` or the service until a stop
+/// signal.
+async fn daemon() -> anyhow::Result<()> {
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -713,11 +713,25 @@ fn explain(e: anyhow::Error, conn: &Connection) -> anyhow::Error {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+/// Runs the command; an error is printed as one line of its causes
+/// (`{:#}`), never with a backtrace, with exit status 1 (`await` and
+/// `prove` exit 3 when their --timeout-ms passes; clap exits 2 for a bad
+/// flag).
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let conn = cli.conn.clone();
-    run(cli).await.map_err(|e| explain(e, &conn))
+    let run = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("starting the async runtime: {e}"))
+        .and_then(|rt| rt.block_on(run(cli)));
+    match run.map_err(|e| explain(e, &conn)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cuzk: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 /// Runs `cli`'s subcommand.
