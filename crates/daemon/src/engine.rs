@@ -13,7 +13,7 @@ use crate::circuits::{Lanes, Registry};
 use crate::client_file::{AssignmentDirs, Refusal};
 use crate::job::{JobRecord, JobState, NewJob, Priority};
 use crate::metrics::Metrics;
-use crate::store::{JobStore, StoreKind};
+use crate::store::{JobCursor, JobFilter, JobStore, StoreKind};
 use crate::tls::ServerTls;
 use crate::{now_us, pb, AuthToken, Config, Error, Result};
 use ark_ff::UniformRand;
@@ -25,6 +25,30 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// Jobs a ListJobs page holds when the request gives no limit (0).
+pub const LIST_DEFAULT_LIMIT: u32 = 100;
+
+/// The most jobs a ListJobs page holds; a larger limit is refused rather
+/// than clamped, as the API refuses other values out of range (a
+/// priority outside the enum): the caller learns the bound at once.
+pub const LIST_MAX_LIMIT: u32 = 1000;
+
+/// A ListJobs request's `limit` as a page size: 0 is
+/// [`LIST_DEFAULT_LIMIT`].
+///
+/// # Errors
+/// [`Error::InvalidArgument`] above [`LIST_MAX_LIMIT`].
+pub fn list_limit(limit: u32) -> Result<u32> {
+    match limit {
+        0 => Ok(LIST_DEFAULT_LIMIT),
+        1..=LIST_MAX_LIMIT => Ok(limit),
+        _ => Err(Error::InvalidArgument(format!(
+            "limit {limit}: give 1 to {LIST_MAX_LIMIT} jobs a page (0: {LIST_DEFAULT_LIMIT}), \
+             and follow next_page_token for more"
+        ))),
+    }
+}
 
 /// Where a submitted assignment is.
 #[derive(Debug)]
@@ -660,6 +684,44 @@ impl Engine {
         self.shutdown.store(true, Ordering::SeqCst);
         self.doorbell.ring();
         self.changed.notify_waiters();
+    }
+
+    /// Job `id` as it is now (GetJob; [`Engine::wait`] without waiting).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown id (or one pruned after
+    /// `retain_finished_secs`); [`Error::Store`].
+    pub async fn job(&self, id: &str) -> Result<JobRecord> {
+        self.store.get(id).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "no job {id} in the job store: a job id from submit, or one that ended more \
+                 than retain_finished_secs ago and was pruned"
+            ))
+        })
+    }
+
+    /// A page of the jobs matching `filter` (ListJobs): at most `limit`
+    /// ([`LIST_DEFAULT_LIMIT`] for 0), newest submission first, without
+    /// proofs (see [`JobStore::list`]), and the position after the page's
+    /// last job when more match (`None` when this page ends the list).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a `limit` above [`LIST_MAX_LIMIT`];
+    /// [`Error::Store`].
+    pub async fn list_jobs(
+        &self,
+        filter: &JobFilter,
+        limit: u32,
+    ) -> Result<(Vec<JobRecord>, Option<JobCursor>)> {
+        let limit = list_limit(limit)?;
+        // One row more than the page says whether another page follows.
+        let mut jobs = self.store.list(filter, limit + 1).await?;
+        if jobs.len() <= limit as usize {
+            return Ok((jobs, None));
+        }
+        jobs.truncate(limit as usize);
+        let next = jobs.last().map(JobCursor::of);
+        Ok((jobs, next))
     }
 
     /// Job `id` once it ended, or as it is when `timeout` passes.
@@ -1707,9 +1769,9 @@ fn sqlite_file(url: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{now_us, sqlite_file, Engine, Payload};
+    use super::{list_limit, now_us, sqlite_file, Engine, Payload};
     use crate::job::{JobState, NewJob, Priority};
-    use crate::Config;
+    use crate::{Config, Error};
     use rand::{RngCore, SeedableRng};
     use std::path::PathBuf;
     use std::sync::Arc;
@@ -1765,6 +1827,20 @@ mod tests {
     /// Every job that ends is counted once, with its payload removed:
     /// cancelled while queued, and ended by the store's sweep (cancelled
     /// after its daemon died, failed after its last attempt).
+    #[test]
+    fn list_limits_default_and_refuse_past_the_most() {
+        assert_eq!(list_limit(0).unwrap(), 100);
+        assert_eq!(list_limit(1).unwrap(), 1);
+        assert_eq!(list_limit(1000).unwrap(), 1000);
+        for l in [1001, u32::MAX] {
+            let e = list_limit(l).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidArgument(m) if m.contains("give 1 to 1000")),
+                "{e}"
+            );
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_ended_job_is_counted() {
         let tmp = tempfile::tempdir().unwrap();

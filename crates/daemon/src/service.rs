@@ -3,7 +3,8 @@
 //! Unix socket.
 
 use crate::engine::{Payload, Submit};
-use crate::job::{JobRecord, Priority};
+use crate::job::{JobRecord, JobState, Priority};
+use crate::store::{JobCursor, JobFilter};
 use crate::{pb, Engine, Error, Timings};
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,7 +64,24 @@ fn priority(p: i32) -> Result<Priority, Status> {
     }
 }
 
-/// A job row as a ProofResult.
+/// A ListJobs state filter's value: the JobState enum's states, never
+/// JOB_STATE_UNSPECIFIED (which matches no job: a client that sent it
+/// meant something else).
+fn state(s: i32) -> Result<JobState, Status> {
+    match pb::JobState::try_from(s) {
+        Ok(pb::JobState::Queued) => Ok(JobState::Queued),
+        Ok(pb::JobState::Running) => Ok(JobState::Running),
+        Ok(pb::JobState::Done) => Ok(JobState::Done),
+        Ok(pb::JobState::Failed) => Ok(JobState::Failed),
+        Ok(pb::JobState::Cancelled) => Ok(JobState::Cancelled),
+        Ok(pb::JobState::Unspecified) | Err(_) => Err(Status::invalid_argument(format!(
+            "state {s}: give 1 (queued), 2 (running), 3 (done), 4 (failed) or 5 (cancelled), \
+             or no state for every job"
+        ))),
+    }
+}
+
+/// A job row as a ProofResult (the proof included when the row has it).
 pub fn result(j: &JobRecord) -> pb::ProofResult {
     let timings: Option<Timings> = j
         .timings
@@ -82,6 +100,7 @@ pub fn result(j: &JobRecord) -> pb::ProofResult {
         started_unix_us: j.started_us.unwrap_or(0),
         finished_unix_us: j.finished_us.unwrap_or(0),
         attempts: j.attempts as u32,
+        priority: pb::Priority::from(j.priority) as i32,
     }
 }
 
@@ -199,6 +218,40 @@ impl pb::prover_server::Prover for ProverService {
         let (id, _) = self.submit(submit).await?;
         let j = self.engine.wait(&id, self.timeout(r.timeout_ms)).await?;
         Ok(Response::new(result(&j)))
+    }
+
+    async fn get_job(
+        &self,
+        req: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::ProofResult>, Status> {
+        let j = self.engine.job(&req.into_inner().job_id).await?;
+        Ok(Response::new(result(&j)))
+    }
+
+    async fn list_jobs(
+        &self,
+        req: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let r = req.into_inner();
+        let filter = JobFilter {
+            states: r
+                .states
+                .iter()
+                .map(|&s| state(s))
+                .collect::<Result<_, _>>()?,
+            circuit_id: Some(r.circuit_id).filter(|c| !c.is_empty()),
+            after: if r.page_token.is_empty() {
+                None
+            } else {
+                Some(JobCursor::from_token(&r.page_token)?)
+            },
+        };
+        let (jobs, next) = self.engine.list_jobs(&filter, r.limit).await?;
+        Ok(Response::new(pb::ListJobsResponse {
+            // The store leaves the proofs out: `proof` stays empty.
+            jobs: jobs.iter().map(result).collect(),
+            next_page_token: next.map(|c| c.to_token()).unwrap_or_default(),
+        }))
     }
 
     async fn cancel_proof(

@@ -70,6 +70,9 @@ const SCHEMA: &[&str] = &[
         error TEXT
     )",
     "CREATE INDEX IF NOT EXISTS cuzk_jobs_queue ON cuzk_jobs (state, priority, submitted_us)",
+    // ListJobs: newest first, this index read backwards (the queue's index
+    // leads with the state and the class, which do not give that order).
+    "CREATE INDEX IF NOT EXISTS cuzk_jobs_submitted ON cuzk_jobs (submitted_us, id)",
 ];
 
 /// Columns added to the table after its first release, with the statement
@@ -91,6 +94,72 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
 const COLUMNS: &str = "id, circuit_id, priority, state, payload_path, payload_owned, \
      payload_digest, submitted_us, started_us, finished_us, attempts, proof, timings, device, \
      worker, error, cancel_requested, lease_owner, claimed_ahead";
+
+/// A position in [`JobStore::list`]'s order (newest submission first,
+/// then job id descending): the last job of a page, from which the next
+/// page starts. Carried between calls as an opaque token
+/// ([`JobCursor::to_token`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobCursor {
+    /// The job's submission time, microseconds since the Unix epoch.
+    pub submitted_us: i64,
+    /// The job's id.
+    pub id: String,
+}
+
+impl JobCursor {
+    /// The position of job `j`.
+    pub fn of(j: &JobRecord) -> Self {
+        JobCursor {
+            submitted_us: j.submitted_us,
+            id: j.id.clone(),
+        }
+    }
+
+    /// The cursor as a page token: `SUBMITTED_US:ID` in hex, so that
+    /// clients pass it back unchanged rather than build one.
+    pub fn to_token(&self) -> String {
+        hex::encode(format!("{}:{}", self.submitted_us, self.id))
+    }
+
+    /// The cursor of a token made by [`JobCursor::to_token`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for any other string.
+    pub fn from_token(token: &str) -> Result<Self> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "page_token `{token}` is not a next_page_token of ListJobs: pass that token \
+                 unchanged, or none for the first page"
+            ))
+        };
+        let text = hex::decode(token)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(bad)?;
+        let (us, id) = text.split_once(':').ok_or_else(bad)?;
+        let submitted_us = us.parse::<i64>().map_err(|_| bad())?;
+        if id.is_empty() {
+            return Err(bad());
+        }
+        Ok(JobCursor {
+            submitted_us,
+            id: id.to_string(),
+        })
+    }
+}
+
+/// Which jobs [`JobStore::list`] returns: those matching every field set.
+#[derive(Clone, Debug, Default)]
+pub struct JobFilter {
+    /// Only jobs in one of these states; empty: every state.
+    pub states: Vec<JobState>,
+    /// Only jobs of this circuit; `None`: every circuit.
+    pub circuit_id: Option<String>,
+    /// Only jobs after this position in the order (the previous page's
+    /// last job); `None`: from the newest.
+    pub after: Option<JobCursor>,
+}
 
 impl JobStore {
     /// Opens (and creates, for SQLite) the store at `url`
@@ -579,6 +648,37 @@ impl JobStore {
         row.map(|r| record(&r)).transpose()
     }
 
+    /// Up to `limit` jobs matching `filter`, newest submission first (ties
+    /// by id, descending), without their proofs (`proof` is `None`, whatever
+    /// the state: a page of proofs is large and listing does not need
+    /// them). Without a state filter the order is the `cuzk_jobs_submitted`
+    /// index read backwards from the cursor, so a page costs about `limit`
+    /// rows however many jobs the store holds (a circuit filter skips the
+    /// rows of other circuits on the way). With one, the databases may take
+    /// the queue's index (state first) and sort the rows of those states:
+    /// cheap for queued and running jobs, in proportion to the finished
+    /// jobs retained (`retain_finished_secs`) for done, failed and
+    /// cancelled.
+    ///
+    /// # Errors
+    /// [`Error::Store`].
+    pub async fn list(&self, filter: &JobFilter, limit: u32) -> Result<Vec<JobRecord>> {
+        let sql = list_sql(filter);
+        // Bound in the order list_sql numbers the placeholders.
+        let mut q = sqlx::query(&sql);
+        for s in &filter.states {
+            q = q.bind(s.as_str());
+        }
+        if let Some(c) = &filter.circuit_id {
+            q = q.bind(c.as_str());
+        }
+        if let Some(a) = &filter.after {
+            q = q.bind(a.submitted_us).bind(a.id.as_str());
+        }
+        let rows = q.bind(i64::from(limit)).fetch_all(&self.pool).await?;
+        rows.iter().map(record).collect()
+    }
+
     /// Puts every running job back in the queue: for a single daemon on
     /// SQLite at start, whose previous run died holding them. Those whose
     /// cancellation was asked end cancelled instead, finished at `now_us`
@@ -669,6 +769,42 @@ impl JobStore {
         self.pool.close().await;
         self.leases.close().await;
     }
+}
+
+/// [`JobStore::list`]'s statement for `filter`. Its placeholders, numbered
+/// in this order: each of `filter.states`, the circuit id (if set), the
+/// cursor's submission time and id (if set), and the limit.
+fn list_sql(filter: &JobFilter) -> String {
+    let mut clauses = Vec::new();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        format!("${n}")
+    };
+    if !filter.states.is_empty() {
+        let marks: Vec<String> = filter.states.iter().map(|_| next()).collect();
+        clauses.push(format!("state IN ({})", marks.join(", ")));
+    }
+    if filter.circuit_id.is_some() {
+        clauses.push(format!("circuit_id = {}", next()));
+    }
+    if filter.after.is_some() {
+        // A row value: both databases compare it as a pair, and range over
+        // the index with it.
+        clauses.push(format!("(submitted_us, id) < ({}, {})", next(), next()));
+    }
+    let limit = next();
+    let filter_sql = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {} ", clauses.join(" AND "))
+    };
+    // The proof is left out: NULL, typed for PostgreSQL.
+    let columns = COLUMNS.replacen(" proof,", " CAST(NULL AS TEXT) AS proof,", 1);
+    format!(
+        "SELECT {columns} FROM cuzk_jobs {filter_sql}\
+         ORDER BY submitted_us DESC, id DESC LIMIT {limit}"
+    )
 }
 
 fn record(r: &AnyRow) -> Result<JobRecord> {
@@ -1145,6 +1281,180 @@ mod tests {
             JobState::Cancelled
         );
         assert_eq!(s.get("c").await.unwrap().unwrap().state, JobState::Queued);
+    }
+
+    /// Six jobs for the listing tests, submitted at 1, 2, 2, 3, 4, 5 (b and
+    /// c tie), circuits `c` and `d`, ending done (a), cancelled (b), failed
+    /// (c) and running (d); e and f queued. Newest first: f e d c b a.
+    async fn listed_jobs(s: &JobStore) {
+        for (id, circuit, t) in [
+            ("a", "c", 1),
+            ("b", "d", 2),
+            ("c", "c", 2),
+            ("d", "d", 3),
+            ("e", "c", 4),
+            ("f", "d", 5),
+        ] {
+            let mut j = job(id, Priority::Normal, None);
+            j.circuit_id = circuit.into();
+            s.insert(&j, t).await.unwrap();
+        }
+        let a = s.claim("w", 10, 100, 5).await.unwrap().unwrap();
+        assert!(s
+            .complete("a", a.lease.as_deref().unwrap(), &[7; 192], "{}", 0, 11)
+            .await
+            .unwrap());
+        s.cancel("b", 12).await.unwrap();
+        let c = s.claim("w", 13, 100, 5).await.unwrap().unwrap();
+        assert!(s
+            .fail("c", c.lease.as_deref().unwrap(), "bad witness", 14)
+            .await
+            .unwrap());
+        assert_eq!(s.claim("w", 15, 100, 5).await.unwrap().unwrap().id, "d");
+    }
+
+    fn ids(jobs: &[JobRecord]) -> Vec<&str> {
+        jobs.iter().map(|j| j.id.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn list_is_newest_first_filtered_and_paged() {
+        let (s, _d) = store().await;
+        listed_jobs(&s).await;
+        let all = s.list(&JobFilter::default(), 100).await.unwrap();
+        assert_eq!(ids(&all), ["f", "e", "d", "c", "b", "a"]);
+        // Every field but the proof, which a listing leaves out.
+        let a = &all[5];
+        assert_eq!(
+            (a.state, a.circuit_id.as_str(), a.attempts, a.device),
+            (JobState::Done, "c", 1, Some(0))
+        );
+        assert_eq!((a.submitted_us, a.finished_us), (1, Some(11)));
+        assert!(a.proof.is_none());
+        assert_eq!(s.get("a").await.unwrap().unwrap().proof, Some(vec![7; 192]));
+        assert_eq!(all[3].error.as_deref(), Some("bad witness"));
+        let by = |states: &[JobState], circuit: Option<&str>| JobFilter {
+            states: states.to_vec(),
+            circuit_id: circuit.map(String::from),
+            after: None,
+        };
+        let list = |f: JobFilter, n| {
+            let s = s.clone();
+            async move { s.list(&f, n).await.unwrap() }
+        };
+        assert_eq!(
+            ids(&list(by(&[JobState::Queued], None), 100).await),
+            ["f", "e"]
+        );
+        assert_eq!(
+            ids(&list(
+                by(
+                    &[JobState::Done, JobState::Failed, JobState::Cancelled],
+                    None
+                ),
+                100
+            )
+            .await),
+            ["c", "b", "a"]
+        );
+        assert_eq!(ids(&list(by(&[], Some("d")), 100).await), ["f", "d", "b"]);
+        assert_eq!(
+            ids(&list(
+                by(&[JobState::Running, JobState::Cancelled], Some("d")),
+                100
+            )
+            .await),
+            ["d", "b"]
+        );
+        assert!(list(by(&[], Some("none")), 100).await.is_empty());
+        assert_eq!(ids(&list(by(&[], None), 2).await), ["f", "e"]);
+        // Pages of two from each page's last job, across the tie at 2: each
+        // job once, in order, then nothing.
+        let mut seen = Vec::new();
+        let mut f = by(&[], None);
+        loop {
+            let page = list(f.clone(), 2).await;
+            if page.is_empty() {
+                break;
+            }
+            assert!(page.len() <= 2);
+            seen.extend(page.iter().map(|j| j.id.clone()));
+            f.after = page.last().map(JobCursor::of);
+        }
+        assert_eq!(seen, ["f", "e", "d", "c", "b", "a"]);
+        // A cursor between the tied jobs, with a filter.
+        let f = JobFilter {
+            after: Some(JobCursor {
+                submitted_us: 2,
+                id: "c".into(),
+            }),
+            ..by(&[JobState::Cancelled, JobState::Done], None)
+        };
+        assert_eq!(ids(&list(f, 100).await), ["b", "a"]);
+    }
+
+    /// SQLite reads the list's order off the `cuzk_jobs_submitted` index
+    /// (backwards) rather than sorting the table, with and without a
+    /// cursor and a circuit. (A state filter takes the queue's index, state
+    /// first, and sorts the rows of those states: see JobStore::list.)
+    #[tokio::test]
+    async fn list_reads_the_submitted_index() {
+        let (s, _d) = store().await;
+        listed_jobs(&s).await;
+        sqlx::query("ANALYZE").execute(&s.pool).await.unwrap();
+        let after = Some(JobCursor {
+            submitted_us: 3,
+            id: "d".into(),
+        });
+        for f in [
+            JobFilter::default(),
+            JobFilter {
+                after: after.clone(),
+                ..JobFilter::default()
+            },
+            JobFilter {
+                circuit_id: Some("c".into()),
+                after,
+                ..JobFilter::default()
+            },
+        ] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", list_sql(&f));
+            let mut q = sqlx::query_as::<_, (i64, i64, i64, String)>(&sql);
+            if f.circuit_id.is_some() {
+                q = q.bind("c");
+            }
+            if f.after.is_some() {
+                q = q.bind(3i64).bind("d");
+            }
+            let plan: Vec<String> = q
+                .bind(10i64)
+                .fetch_all(&s.pool)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.3)
+                .collect();
+            let plan = plan.join("; ");
+            assert!(plan.contains("cuzk_jobs_submitted"), "{f:?}: {plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{f:?}: {plan}");
+        }
+    }
+
+    #[test]
+    fn page_tokens_round_trip_and_others_are_refused() {
+        let c = JobCursor {
+            submitted_us: 1_700_000_000_123_456,
+            id: "0d6f-ab:c".into(),
+        };
+        let t = c.to_token();
+        assert_eq!(JobCursor::from_token(&t).unwrap(), c);
+        for bad in ["", "zz", "1234", &hex::encode("x:a"), &hex::encode("5:")] {
+            let e = JobCursor::from_token(bad).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidArgument(m) if m.contains("next_page_token")),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

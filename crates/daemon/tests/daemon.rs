@@ -690,6 +690,14 @@ async fn a_token_guards_every_call() {
         none.submit_proof_stream(tokio_stream::iter(vec![header]))
             .await,
     );
+    // Reading jobs too: their ids, circuits and errors are the farm's.
+    unauthenticated(
+        none.get_job(pb::GetJobRequest {
+            job_id: "any".into(),
+        })
+        .await,
+    );
+    unauthenticated(none.list_jobs(pb::ListJobsRequest::default()).await);
 
     // A wrong token: refused too.
     let wrong = cuzk_daemon::AuthToken::new("0123456789abcdef-tokeN").unwrap();
@@ -1393,4 +1401,303 @@ fn errors_are_one_line_without_a_backtrace() {
     assert!(err.starts_with("cuzk: ") && err.contains(&dead), "{err}");
     assert!(!err.contains("backtrace"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// `cuzk` with `args` against the daemon at `addr`: its exit status,
+/// stdout and stderr.
+fn cli_at(addr: &str, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(cli_exe())
+        .args(["--addr", addr])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// GetJob on queued, done, cancelled and unknown jobs; ListJobs's order,
+/// filters, pages and limits; and `cuzk job` / `cuzk jobs` / `cuzk status`
+/// with --json read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn get_job_and_list_jobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = Config {
+        listen: format!("127.0.0.1:{port}"),
+        data_dir: tmp.path().join("data"),
+        key_dirs: vec![keys().to_path_buf()],
+        devices: Some(Vec::new()),
+        // One worker, no claims ahead: jobs behind the first stay queued.
+        gpu_workers_per_device: 1,
+        load_ahead: false,
+        ..Config::default()
+    };
+    let engine = Engine::start(config).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(service::serve(engine, async {
+        let _ = stopped.await;
+    }));
+    let mut c = connect(port).await;
+    let get = |c: &mut Client, id: &str| {
+        let mut c = c.clone();
+        let id = id.to_string();
+        async move { c.get_job(pb::GetJobRequest { job_id: id }).await }
+    };
+
+    // a proves first; then b (high), d (normal), c (low): c waits behind
+    // two proofs at least.
+    let (wa, wb) = (witness(ONE, 1), witness(ONE, 2));
+    let (wc, wd) = (witness(TINY, 3), witness(TINY, 4));
+    let a = submit(&mut c, ONE, &wa, "", pb::Priority::Normal).await;
+    let b = submit(&mut c, ONE, &wb, "", pb::Priority::High).await;
+    let cj = submit(&mut c, TINY, &wc, "", pb::Priority::Low).await;
+    let d = submit(&mut c, TINY, &wd, "", pb::Priority::Normal).await;
+    let r = get(&mut c, &cj).await.unwrap().into_inner();
+    assert_eq!(r.state, pb::JobState::Queued as i32, "{r:?}");
+    assert_eq!(r.priority, pb::Priority::Low as i32);
+    assert_eq!((r.circuit_id.as_str(), r.attempts), (TINY, 0));
+    assert_eq!(
+        (r.device, r.started_unix_us, r.finished_unix_us),
+        (-1, 0, 0)
+    );
+    assert!(r.submitted_unix_us > 0 && r.proof.is_empty() && r.timings.is_none());
+    c.cancel_proof(pb::CancelProofRequest { job_id: cj.clone() })
+        .await
+        .unwrap();
+    for (id, w) in [(&a, &wa), (&b, &wb), (&d, &wd)] {
+        let r = await_done(&mut c, id).await;
+        assert!(verifies(&r.circuit_id, &r.proof, w));
+    }
+    // Done: the result as AwaitProof gives it, priority included.
+    let r = get(&mut c, &b).await.unwrap().into_inner();
+    assert_eq!(r.state, pb::JobState::Done as i32);
+    assert_eq!(
+        (r.priority, r.attempts, r.device),
+        (pb::Priority::High as i32, 1, -1)
+    );
+    assert!(verifies(ONE, &r.proof, &wb));
+    assert!(r.timings.unwrap().total_ms > 0.0 && !r.worker.is_empty());
+    assert_eq!(r, poll(&mut c, &b, 1).await);
+    let r = get(&mut c, &cj).await.unwrap().into_inner();
+    assert_eq!(r.state, pb::JobState::Cancelled as i32);
+    assert_eq!((r.attempts, r.started_unix_us), (0, 0));
+    assert!(r.finished_unix_us >= r.submitted_unix_us && r.proof.is_empty());
+    let e = get(&mut c, "no-such-job").await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::NotFound);
+    assert!(
+        e.message().contains("no job no-such-job"),
+        "{}",
+        e.message()
+    );
+
+    // Newest submission first, ties by id descending; no proofs.
+    let mut all = Vec::new();
+    for id in [&a, &b, &cj, &d] {
+        all.push(get(&mut c, id).await.unwrap().into_inner());
+    }
+    all.sort_by(|x, y| (y.submitted_unix_us, &y.job_id).cmp(&(x.submitted_unix_us, &x.job_id)));
+    let expect = |f: &dyn Fn(&pb::ProofResult) -> bool| -> Vec<String> {
+        all.iter()
+            .filter(|r| f(r))
+            .map(|r| r.job_id.clone())
+            .collect()
+    };
+    let list = |states: &[pb::JobState], circuit: &str, limit: u32, token: &str| {
+        let mut c = c.clone();
+        let r = pb::ListJobsRequest {
+            states: states.iter().map(|&s| s as i32).collect(),
+            circuit_id: circuit.into(),
+            limit,
+            page_token: token.into(),
+        };
+        async move { c.list_jobs(r).await }
+    };
+    let ids = |r: &pb::ListJobsResponse| -> Vec<String> {
+        r.jobs.iter().map(|j| j.job_id.clone()).collect()
+    };
+    let r = list(&[], "", 0, "").await.unwrap().into_inner();
+    assert_eq!(ids(&r), expect(&|_| true));
+    assert!(r.next_page_token.is_empty());
+    for (listed, full) in r.jobs.iter().zip(&all) {
+        let mut full = full.clone();
+        full.proof.clear();
+        assert_eq!(listed, &full, "a listed job is GetJob's but for the proof");
+    }
+    // Filters: states (any of), a circuit, both, an unknown circuit.
+    use pb::JobState::{Cancelled, Done, Failed, Queued, Running};
+    let r = list(&[Done], "", 0, "").await.unwrap().into_inner();
+    assert_eq!(ids(&r), expect(&|r| r.state == Done as i32));
+    assert_eq!(r.jobs.len(), 3);
+    let r = list(&[Cancelled, Failed], "", 0, "")
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids(&r), [cj.as_str()]);
+    assert!(list(&[Queued, Running], "", 0, "")
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .is_empty());
+    let r = list(&[], TINY, 0, "").await.unwrap().into_inner();
+    assert_eq!(ids(&r), expect(&|r| r.circuit_id == TINY));
+    assert_eq!(r.jobs.len(), 2);
+    let r = list(&[Done], TINY, 0, "").await.unwrap().into_inner();
+    assert_eq!(ids(&r), [d.as_str()]);
+    assert!(list(&[], "nope", 0, "")
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .is_empty());
+    // Pages of one and of three follow each other to the end.
+    for size in [1, 3] {
+        let (mut seen, mut token, mut pages) = (Vec::new(), String::new(), 0);
+        loop {
+            let r = list(&[], "", size, &token).await.unwrap().into_inner();
+            assert!(r.jobs.len() <= size as usize);
+            seen.extend(ids(&r));
+            pages += 1;
+            if r.next_page_token.is_empty() {
+                break;
+            }
+            token = r.next_page_token;
+        }
+        assert_eq!(seen, expect(&|_| true), "pages of {size}");
+        assert_eq!(pages, 4usize.div_ceil(size as usize));
+    }
+    // A page token with a filter: the done jobs after the newest one.
+    let first = list(&[Done], "", 1, "").await.unwrap().into_inner();
+    let rest = list(&[Done], "", 0, &first.next_page_token)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids(&rest), expect(&|r| r.state == Done as i32)[1..]);
+    // Limits: 1000 is the most; above, and bad states or tokens, refused.
+    assert_eq!(
+        list(&[], "", 1000, "")
+            .await
+            .unwrap()
+            .into_inner()
+            .jobs
+            .len(),
+        4
+    );
+    let e = list(&[], "", 1001, "").await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(
+        e.message().contains("limit 1001: give 1 to 1000"),
+        "{}",
+        e.message()
+    );
+    let e = list(&[pb::JobState::Unspecified], "", 0, "")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("state 0"), "{}", e.message());
+    let mut odd = pb::ListJobsRequest::default();
+    odd.states.push(42);
+    let e = c.clone().list_jobs(odd).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let e = list(&[], "", 0, "not-a-token").await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("next_page_token"), "{}", e.message());
+
+    // The CLI, its --json read back.
+    let addr = format!("http://127.0.0.1:{port}");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let (ok, out, err) = cli_at(&addr, args);
+        assert!(ok, "cuzk {args:?}: {err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("cuzk {args:?}: {e}: {out}"))
+    };
+    let v = json(&["job", &b, "--json"]);
+    assert_eq!(v["job_id"], b.as_str());
+    assert_eq!(
+        (v["state"].as_str(), v["priority"].as_str()),
+        (Some("done"), Some("high"))
+    );
+    assert_eq!(
+        (v["circuit_id"].as_str(), v["attempts"].as_u64()),
+        (Some(ONE), Some(1))
+    );
+    assert_eq!(
+        (v["device"].as_i64(), v["proof_bytes"].as_u64()),
+        (Some(-1), Some(192))
+    );
+    assert!(v["timings"]["total_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        v["submitted_unix_us"].as_i64(),
+        Some(
+            all.iter()
+                .find(|r| r.job_id == b)
+                .unwrap()
+                .submitted_unix_us
+        )
+    );
+    let v = json(&["job", &cj, "--json"]);
+    assert_eq!(
+        (v["state"].as_str(), v["priority"].as_str()),
+        (Some("cancelled"), Some("low"))
+    );
+    assert!(v["timings"].is_null());
+    let (ok, out, _) = cli_at(&addr, &["job", &b]);
+    assert!(ok);
+    for line in [
+        "state:     done",
+        "priority:  high",
+        "device:    CPU path",
+        "queue:     ",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let (ok, _, err) = cli_at(&addr, &["job", "no-such-job"]);
+    assert!(!ok && err.contains("no job no-such-job"), "{err}");
+    let listed = |v: serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["job_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let v = json(&["jobs", "--json"]);
+    assert_eq!(listed(v.clone()), expect(&|_| true));
+    assert!(v[0].get("proof_bytes").is_none());
+    let (ok, out, err) = cli_at(&addr, &["jobs", "--json", "--limit", "3"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed(v), expect(&|_| true)[..3]);
+    assert!(err.contains("more jobs match than --limit 3"), "{err}");
+    let v = json(&[
+        "jobs",
+        "--json",
+        "--state",
+        "done,cancelled",
+        "--circuit",
+        TINY,
+    ]);
+    assert_eq!(listed(v), expect(&|r| r.circuit_id == TINY));
+    let (ok, out, err) = cli_at(&addr, &["jobs", "--state", "running"]);
+    assert!(ok && err.is_empty() && out.contains("0 jobs"), "{out}{err}");
+    let (ok, out, _) = cli_at(&addr, &["jobs"]);
+    assert!(ok && out.contains("4 jobs"), "{out}");
+    for r in &all {
+        assert!(out.contains(&r.job_id), "{out}");
+    }
+    let (ok, _, err) = cli_at(&addr, &["jobs", "--state", "finished"]);
+    assert!(!ok && err.contains("finished"), "{err}");
+    let v = json(&["status", "--json"]);
+    assert_eq!(
+        (v["done"].as_u64(), v["cancelled"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(v["circuits"], serde_json::json!([TINY, ONE]));
+    assert_eq!(v["devices"][0]["proofs_done"].as_u64(), Some(3));
+    let (ok, out, _) = cli_at(&addr, &["status", "--raw"]);
+    assert!(ok && out.contains("GetStatusResponse"), "{out}");
+
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
 }

@@ -254,3 +254,58 @@ async fn two_daemons_one_killed_every_job_done_once() {
         0
     );
 }
+
+/// ListJobs's query on PostgreSQL: newest first with ties by id, state and
+/// circuit filters, a proof left out, and pages from a cursor that cover
+/// every job once (the SQLite store's unit test, on the server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_is_newest_first_filtered_and_paged() {
+    use cuzk_daemon::store::{JobCursor, JobFilter};
+    let url = fresh_db().await;
+    let s = JobStore::open(&url).await.unwrap();
+    // Submitted at 1, 2, 2, 3, 4, 5: job-001 and job-002 tie.
+    for (i, t) in [(0, 1), (1, 2), (2, 2), (3, 3), (4, 4), (5, 5)] {
+        let mut j = job(i, Priority::Normal);
+        j.circuit_id = if i % 2 == 0 { "c" } else { "d" }.into();
+        s.insert(&j, t).await.unwrap();
+    }
+    let a = s.claim("w", 10, 100, 5).await.unwrap().unwrap();
+    assert!(s
+        .complete(&a.id, a.lease.as_deref().unwrap(), &[7; 192], "{}", 0, 11)
+        .await
+        .unwrap());
+    s.cancel("job-001", 12).await.unwrap();
+    let ids = |v: Vec<cuzk_daemon::JobRecord>| v.into_iter().map(|j| j.id).collect::<Vec<_>>();
+    let all = s.list(&JobFilter::default(), 100).await.unwrap();
+    assert!(all.iter().all(|j| j.proof.is_none()));
+    assert_eq!(all[5].state, JobState::Done);
+    assert_eq!(
+        ids(all),
+        ["job-005", "job-004", "job-003", "job-002", "job-001", "job-000"]
+    );
+    let f = JobFilter {
+        states: vec![JobState::Done, JobState::Cancelled],
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(s.list(&f, 100).await.unwrap()), ["job-001", "job-000"]);
+    let f = JobFilter {
+        states: vec![JobState::Queued],
+        circuit_id: Some("d".into()),
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(s.list(&f, 100).await.unwrap()), ["job-005", "job-003"]);
+    let mut seen = Vec::new();
+    let mut f = JobFilter::default();
+    loop {
+        let page = s.list(&f, 2).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        f.after = page.last().map(JobCursor::of);
+        seen.extend(ids(page));
+    }
+    assert_eq!(
+        seen,
+        ["job-005", "job-004", "job-003", "job-002", "job-001", "job-000"]
+    );
+}

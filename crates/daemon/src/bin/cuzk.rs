@@ -1,5 +1,5 @@
 //! `cuzk`: the command-line client of cuzk-daemon (submit, await, prove,
-//! cancel, status, preload, evict) and local tools for the bundled
+//! cancel, job, jobs, status, preload, evict) and local tools for the bundled
 //! circuits (keygen, witness, verify). `--token-file` passes the bearer
 //! token of a daemon started with `--auth-token-file`; `--addr
 //! https://HOST:PORT` talks to a daemon serving TLS (`--tls-cert-file`),
@@ -139,6 +139,7 @@ enum Cmd {
     /// the proof is done, 1 when the job failed or was cancelled, 3 when
     /// --timeout-ms passed first (the job goes on).
     Await {
+        /// The job's id, as `submit` printed it.
         job: String,
         /// Wait at most this long, milliseconds; without it, until the job
         /// ends however long its queue.
@@ -161,10 +162,50 @@ enum Cmd {
         out: Option<PathBuf>,
     },
     /// Cancel a job.
-    Cancel { job: String },
+    Cancel {
+        /// The job's id, as `submit` printed it.
+        job: String,
+    },
+    /// One job's status now, without waiting: state, class, circuit,
+    /// attempts, worker and device, times, and the queue wait and stage
+    /// timings once done, or the error once failed. Exits 0 whatever the
+    /// state (1 for an unknown job).
+    Job {
+        /// The job's id, as `submit` printed it.
+        job: String,
+        /// Print one JSON object instead (times in microseconds since the
+        /// Unix epoch, 0 for not yet; stage timings in milliseconds).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The jobs in the daemon's job store (every daemon sharing it),
+    /// newest submission first: id, circuit, state, class, attempts, age,
+    /// prover time.
+    Jobs {
+        /// Only jobs in these states, comma-separated: queued, running,
+        /// done, failed, cancelled. Default: every state.
+        #[arg(long, value_delimiter = ',', value_name = "STATE,...")]
+        state: Vec<StateArg>,
+        /// Only jobs of this circuit id.
+        #[arg(long)]
+        circuit: Option<String>,
+        /// Most jobs to show (fetched a page of up to 1000 at a time); a
+        /// note on stderr says when more match.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
+        /// Print a JSON array instead, one object a job as `job --json`
+        /// prints it (without proof_bytes).
+        #[arg(long)]
+        json: bool,
+    },
     /// The daemon's devices, keys and queues.
     Status {
-        /// Print the raw response as JSON-like debug output.
+        /// Print the response as JSON (for scripts: the gRPC fields by
+        /// name, classes by name).
+        #[arg(long, conflicts_with = "raw")]
+        json: bool,
+        /// Print the response as Rust debug output (for debugging the
+        /// daemon; its form is not stable: scripts take --json).
         #[arg(long)]
         raw: bool,
     },
@@ -248,6 +289,28 @@ enum Cmd {
         #[arg(long)]
         assignment: PathBuf,
     },
+}
+
+/// A job state as `cuzk jobs --state` takes it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum StateArg {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl From<StateArg> for pb::JobState {
+    fn from(s: StateArg) -> Self {
+        match s {
+            StateArg::Queued => pb::JobState::Queued,
+            StateArg::Running => pb::JobState::Running,
+            StateArg::Done => pb::JobState::Done,
+            StateArg::Failed => pb::JobState::Failed,
+            StateArg::Cancelled => pb::JobState::Cancelled,
+        }
+    }
 }
 
 /// A client of the daemon at `conn.addr`: `http://HOST:PORT`,
@@ -587,6 +650,303 @@ async fn await_and_report(
     }
 }
 
+/// A class's name as the CLI takes it (`low`, `normal`, `high`,
+/// `critical`); `unspecified` for 0, the raw number for a value outside
+/// the enum (a newer daemon).
+fn priority_name(p: i32) -> String {
+    match pb::Priority::try_from(p) {
+        Ok(p) => p
+            .as_str_name()
+            .trim_start_matches("PRIORITY_")
+            .to_lowercase(),
+        Err(_) => p.to_string(),
+    }
+}
+
+/// A job state's name as `--state` takes it (`queued`, ..., `cancelled`);
+/// `unspecified` for 0, the raw number for a value outside the enum.
+fn state_name(s: i32) -> String {
+    match pb::JobState::try_from(s) {
+        Ok(s) => s
+            .as_str_name()
+            .trim_start_matches("JOB_STATE_")
+            .to_lowercase(),
+        Err(_) => s.to_string(),
+    }
+}
+
+/// Jobs matching `states` (empty: all) and `circuit` (empty: all), newest
+/// first, following ListJobs's pages until `limit` jobs; and whether more
+/// match beyond them.
+async fn list_jobs(
+    c: &mut Client,
+    states: &[StateArg],
+    circuit: String,
+    limit: u32,
+) -> Result<(Vec<pb::ProofResult>, bool)> {
+    let states: Vec<i32> = states
+        .iter()
+        .map(|&s| pb::JobState::from(s) as i32)
+        .collect();
+    let mut jobs = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let want = (limit as usize).saturating_sub(jobs.len()).min(1000) as u32;
+        let r = c
+            .list_jobs(pb::ListJobsRequest {
+                states: states.clone(),
+                circuit_id: circuit.clone(),
+                limit: want,
+                page_token,
+            })
+            .await?
+            .into_inner();
+        jobs.extend(r.jobs);
+        if r.next_page_token.is_empty() {
+            return Ok((jobs, false));
+        }
+        if jobs.len() >= limit as usize {
+            jobs.truncate(limit as usize);
+            return Ok((jobs, true));
+        }
+        page_token = r.next_page_token;
+    }
+}
+
+/// A job as JSON for `job --json` and `jobs --json`: the ProofResult's
+/// fields by their proto names, state and priority by name, `timings`
+/// null until done, without the proof.
+fn job_json(r: &pb::ProofResult) -> serde_json::Value {
+    let timings = r.timings.map(|t| {
+        serde_json::json!({
+            "eval_ms": t.eval_ms,
+            "h_ntt_ms": t.h_ntt_ms,
+            "msm_a_ms": t.msm_a_ms,
+            "msm_b_g2_ms": t.msm_b_g2_ms,
+            "msm_b_g1_ms": t.msm_b_g1_ms,
+            "msm_h_ms": t.msm_h_ms,
+            "msm_l_ms": t.msm_l_ms,
+            "assembly_ms": t.assembly_ms,
+            "total_ms": t.total_ms,
+            "load_ms": t.load_ms,
+            "queue_wait_ms": t.queue_wait_ms,
+        })
+    });
+    serde_json::json!({
+        "job_id": r.job_id,
+        "state": state_name(r.state),
+        "priority": priority_name(r.priority),
+        "circuit_id": r.circuit_id,
+        "attempts": r.attempts,
+        "worker": r.worker,
+        "device": r.device,
+        "submitted_unix_us": r.submitted_unix_us,
+        "started_unix_us": r.started_unix_us,
+        "finished_unix_us": r.finished_unix_us,
+        "error": r.error,
+        "timings": timings,
+    })
+}
+
+/// Microseconds since the Unix epoch now.
+fn now_unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// How long ago `us` (microseconds since the Unix epoch) was, in its two
+/// largest units: `42s`, `5m 12s`, `3h 04m`, `2d 07h`; `-` for 0 (not yet).
+fn age(us: i64, now_us: i64) -> String {
+    if us == 0 {
+        return "-".into();
+    }
+    let s = (now_us - us).max(0) / 1_000_000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {:02}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// `us` (microseconds since the Unix epoch) as UTC,
+/// `YYYY-MM-DD HH:MM:SS.mmmZ` (the civil calendar from days since the
+/// epoch, Howard Hinnant's algorithm: no date crate for one line).
+fn utc(us: i64) -> String {
+    let (secs, ms) = (us.div_euclid(1_000_000), us.rem_euclid(1_000_000) / 1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `cuzk job`'s report: one field a line.
+fn job_details(r: &pb::ProofResult) {
+    let now = now_unix_us();
+    let when = |us: i64| {
+        if us == 0 {
+            "-".to_string()
+        } else {
+            format!("{} ({} ago)", utc(us), age(us, now))
+        }
+    };
+    say!("job:       {}", r.job_id);
+    say!("state:     {}", state_name(r.state));
+    say!("priority:  {}", priority_name(r.priority));
+    say!("circuit:   {}", r.circuit_id);
+    say!("attempts:  {}", r.attempts);
+    let done = r.state == pb::JobState::Done as i32;
+    // The worker that took it last; the device is set once it is done.
+    say!(
+        "worker:    {}",
+        if r.worker.is_empty() { "-" } else { &r.worker }
+    );
+    match r.device {
+        _ if !done => say!("device:    -"),
+        -1 => say!("device:    CPU path"),
+        d => say!("device:    GPU {d}"),
+    }
+    say!("submitted: {}", when(r.submitted_unix_us));
+    say!("started:   {}", when(r.started_unix_us));
+    say!("finished:  {}", when(r.finished_unix_us));
+    if let Some(t) = r.timings.filter(|_| done) {
+        say!("queue:     {:.1} ms waiting for a worker", t.queue_wait_ms);
+        say!(
+            "prover:    {:.1} ms: load {:.1}, eval {:.1}, H/NTT {:.1}, MSM A {:.1}, B(G2) {:.1}, \
+             B(G1) {:.1}, H {:.1}, L {:.1}, assembly {:.1}",
+            t.total_ms,
+            t.load_ms,
+            t.eval_ms,
+            t.h_ntt_ms,
+            t.msm_a_ms,
+            t.msm_b_g2_ms,
+            t.msm_b_g1_ms,
+            t.msm_h_ms,
+            t.msm_l_ms,
+            t.assembly_ms
+        );
+        say!(
+            "proof:     {} bytes (`cuzk await {} --out FILE` writes it)",
+            r.proof.len(),
+            r.job_id
+        );
+    }
+    if r.state == pb::JobState::Failed as i32 {
+        say!("error:     {}", r.error);
+    } else if !r.error.is_empty() {
+        // The error of an attempt a daemon gave back (a GPU fault): the
+        // job was queued again.
+        say!("retried after: {}", r.error);
+    }
+}
+
+/// `cuzk jobs`'s table.
+fn jobs_table(jobs: &[pb::ProofResult]) {
+    let now = now_unix_us();
+    let mut t = comfy_table::Table::new();
+    t.set_header([
+        "job",
+        "circuit",
+        "state",
+        "priority",
+        "attempts",
+        "submitted (ago)",
+        "proof ms",
+    ]);
+    for r in jobs {
+        let proof_ms = match r.timings {
+            Some(t) if r.state == pb::JobState::Done as i32 => format!("{:.1}", t.total_ms),
+            _ => "-".into(),
+        };
+        t.add_row([
+            r.job_id.clone(),
+            r.circuit_id.clone(),
+            state_name(r.state),
+            priority_name(r.priority),
+            r.attempts.to_string(),
+            age(r.submitted_unix_us, now),
+            proof_ms,
+        ]);
+    }
+    if !jobs.is_empty() {
+        say!("{t}");
+    }
+    say!("{} jobs", jobs.len());
+}
+
+/// `cuzk status --json`: the GetStatus response's fields by their proto
+/// names, classes by name.
+fn status_json(s: &pb::GetStatusResponse) -> serde_json::Value {
+    let devices: Vec<_> = s
+        .devices
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "ordinal": d.ordinal,
+                "name": d.name,
+                "workers": d.workers,
+                "busy_workers": d.busy_workers,
+                "proofs_done": d.proofs_done,
+                "memory_total_bytes": d.memory_total_bytes,
+                "memory_available_bytes": d.memory_available_bytes,
+                "busy_fraction": d.busy_fraction,
+            })
+        })
+        .collect();
+    let keys: Vec<_> = s
+        .keys
+        .iter()
+        .map(|k| {
+            serde_json::json!({
+                "circuit_id": k.circuit_id,
+                "host_bytes": k.host_bytes,
+                "in_use": k.in_use,
+                "num_constraints": k.num_constraints,
+                "load_ms": k.load_ms,
+            })
+        })
+        .collect();
+    let queues: Vec<_> = s
+        .queues
+        .iter()
+        .map(|q| {
+            serde_json::json!({
+                "priority": priority_name(q.priority),
+                "queued": q.queued,
+                "running": q.running,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "version": s.version,
+        "worker": s.worker,
+        "uptime_s": s.uptime_s,
+        "store": s.store,
+        "devices": devices,
+        "keys": keys,
+        "key_host_bytes": s.key_host_bytes,
+        "key_host_budget_bytes": s.key_host_budget_bytes,
+        "queues": queues,
+        "done": s.done,
+        "failed": s.failed,
+        "cancelled": s.cancelled,
+        "circuits": s.circuits,
+    })
+}
+
 fn status_table(s: &pb::GetStatusResponse) {
     say!(
         "cuzk-daemon {} ({}), up {:.0} s, store {}",
@@ -778,10 +1138,45 @@ async fn run(cli: Cli) -> Result<()> {
                 ),
             }
         }
-        Cmd::Status { raw } => {
+        Cmd::Job { job, json } => {
+            let mut c = client(&cli.conn).await?;
+            let r = c
+                .get_job(pb::GetJobRequest { job_id: job })
+                .await?
+                .into_inner();
+            if json {
+                let mut v = job_json(&r);
+                v["proof_bytes"] = r.proof.len().into();
+                say!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                job_details(&r);
+            }
+        }
+        Cmd::Jobs {
+            state,
+            circuit,
+            limit,
+            json,
+        } => {
+            let mut c = client(&cli.conn).await?;
+            let (jobs, more) =
+                list_jobs(&mut c, &state, circuit.unwrap_or_default(), limit).await?;
+            if json {
+                let v: Vec<serde_json::Value> = jobs.iter().map(job_json).collect();
+                say!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                jobs_table(&jobs);
+            }
+            if more {
+                eprintln!("more jobs match than --limit {limit}: raise --limit to see them");
+            }
+        }
+        Cmd::Status { json, raw } => {
             let mut c = client(&cli.conn).await?;
             let s = c.get_status(pb::GetStatusRequest {}).await?.into_inner();
-            if raw {
+            if json {
+                say!("{}", serde_json::to_string_pretty(&status_json(&s))?);
+            } else if raw {
                 say!("{s:#?}");
             } else {
                 status_table(&s);
