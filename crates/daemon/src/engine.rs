@@ -855,17 +855,18 @@ impl Engine {
             .iter()
             .rev()
             .map(|&p| {
-                let n = |st: JobState| {
+                let n = |st: JobState, ahead: bool| {
                     counts
                         .iter()
-                        .filter(|(q, s, _)| *q == p && *s == st)
-                        .map(|c| c.2)
+                        .filter(|c| c.0 == p && c.1 == st && c.2 == ahead)
+                        .map(|c| c.3)
                         .sum::<u64>()
                 };
                 pb::QueueClass {
                     priority: pb::Priority::from(p) as i32,
-                    queued: n(JobState::Queued),
-                    running: n(JobState::Running),
+                    queued: n(JobState::Queued, false),
+                    running: n(JobState::Running, false),
+                    claimed_ahead: n(JobState::Running, true),
                 }
             })
             .collect();
@@ -873,7 +874,7 @@ impl Engine {
             counts
                 .iter()
                 .filter(|c| c.1 == st)
-                .map(|c| c.2)
+                .map(|c| c.3)
                 .sum::<u64>()
         };
         Ok(pb::GetStatusResponse {

@@ -77,7 +77,12 @@ impl Metrics {
             "Time of each proof stage",
             stage.clone(),
         );
-        registry.register("jobs", "Jobs in the store, by state", jobs.clone());
+        registry.register(
+            "jobs",
+            "Jobs in the store, by state (running: proving; claimed_ahead: taken by a \
+             worker to prove after its current job)",
+            jobs.clone(),
+        );
         registry.register(
             "device_busy_fraction",
             "Share of uptime a device had a proof running",
@@ -151,6 +156,10 @@ impl Metrics {
         };
         set("queued", status.queues.iter().map(|q| q.queued).sum());
         set("running", status.queues.iter().map(|q| q.running).sum());
+        set(
+            "claimed_ahead",
+            status.queues.iter().map(|q| q.claimed_ahead).sum(),
+        );
         set("done", status.done);
         set("failed", status.failed);
         set("cancelled", status.cancelled);

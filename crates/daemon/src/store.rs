@@ -743,21 +743,26 @@ impl JobStore {
             .collect()
     }
 
-    /// How many jobs each (class, state) has.
+    /// How many jobs each (class, state, claimed ahead) has: claimed
+    /// ahead is true for running jobs claimed ahead and not started
+    /// ([`JobStore::take`] with `ahead`), false for every other job.
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn counts(&self) -> Result<Vec<(Priority, JobState, u64)>> {
+    pub async fn counts(&self) -> Result<Vec<(Priority, JobState, bool, u64)>> {
         let rows = sqlx::query(
-            "SELECT priority, state, COUNT(*) AS n FROM cuzk_jobs GROUP BY priority, state",
+            "SELECT priority, state, claimed_ahead, COUNT(*) AS n FROM cuzk_jobs \
+             GROUP BY priority, state, claimed_ahead",
         )
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|r| {
+                let state = JobState::parse(&r.try_get::<String, _>("state")?)?;
                 Ok((
                     Priority::from_i64(r.try_get("priority")?),
-                    JobState::parse(&r.try_get::<String, _>("state")?)?,
+                    state,
+                    state == JobState::Running && r.try_get::<i64, _>("claimed_ahead")? != 0,
                     r.try_get::<i64, _>("n")? as u64,
                 ))
             })
@@ -1256,9 +1261,51 @@ mod tests {
         assert_eq!(
             counts,
             vec![
-                (Priority::Normal, JobState::Cancelled, 1),
-                (Priority::Normal, JobState::Failed, 1)
+                (Priority::Normal, JobState::Cancelled, false, 1),
+                (Priority::Normal, JobState::Failed, false, 1)
             ]
+        );
+    }
+
+    /// Claims ahead are counted apart from proofs running, until they
+    /// begin.
+    #[tokio::test]
+    async fn claims_ahead_are_counted_by_class() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::High, None), 1).await.unwrap();
+        s.insert(&job("b", Priority::High, None), 2).await.unwrap();
+        s.insert(&job("c", Priority::Low, None), 3).await.unwrap();
+        // The classes' running jobs claimed ahead.
+        let ahead = |s: JobStore| async move {
+            let mut a: Vec<_> = s
+                .counts()
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|c| c.2)
+                .map(|c| (c.0, c.1, c.3))
+                .collect();
+            a.sort_by_key(|c| c.0);
+            a
+        };
+        assert!(ahead(s.clone()).await.is_empty());
+        s.take("w", 10, 100, false).await.unwrap().unwrap();
+        let b = s.take("w", 10, 100, true).await.unwrap().unwrap();
+        s.take("w", 10, 100, true).await.unwrap().unwrap();
+        assert_eq!(
+            ahead(s.clone()).await,
+            vec![
+                (Priority::Low, JobState::Running, 1),
+                (Priority::High, JobState::Running, 1)
+            ]
+        );
+        s.begin("b", b.lease.as_deref().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            ahead(s.clone()).await,
+            vec![(Priority::Low, JobState::Running, 1)]
         );
     }
 

@@ -491,7 +491,10 @@ async fn sigkill_and_restart_finish_every_job_once() {
         .into_inner();
     assert_eq!(s.done, 5, "every accepted job done, once");
     assert_eq!(
-        s.queues.iter().map(|q| q.queued + q.running).sum::<u64>(),
+        s.queues
+            .iter()
+            .map(|q| q.queued + q.running + q.claimed_ahead)
+            .sum::<u64>(),
         0
     );
     // Payload files of finished jobs are removed.
@@ -821,7 +824,14 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
     let w = tmp.path().join("w");
     std::fs::create_dir(&w).unwrap();
     let w_s = w.display().to_string();
-    let out = print(&["--assignment-dir", &w_s, "--lease-secs", "30"]);
+    let out = print(&[
+        "--assignment-dir",
+        &w_s,
+        "--lease-secs",
+        "30",
+        "--shutdown-grace-secs",
+        "45",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
@@ -832,7 +842,7 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
         "max_queued_bytes = 12345",
         "verify_keys = true",
         "lease_secs = 30",
-        "shutdown_grace_secs = 600",
+        "shutdown_grace_secs = 45",
         "retain_finished_secs = 604800",
         "load_ahead = true",
         "# devices (unset): every GPU",
@@ -844,7 +854,14 @@ fn print_config_round_trips_and_assignment_dirs_must_exist() {
     std::fs::write(&printed, &text).unwrap();
     let back = Config::from_file(&printed).unwrap();
     assert_eq!(back.assignment_dirs, vec![w.clone()]);
-    assert_eq!((back.max_queued_bytes, back.lease_secs), (12345, 30));
+    assert_eq!(
+        (
+            back.max_queued_bytes,
+            back.lease_secs,
+            back.shutdown_grace_secs
+        ),
+        (12345, 30, 45)
+    );
     assert_eq!(back.data_dir, data);
     assert!(!data.exists(), "--print-config started the daemon");
     // Checked as a start would: values, and the files it reads.

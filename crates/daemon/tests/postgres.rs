@@ -111,7 +111,7 @@ async fn two_hosts_never_take_one_job_twice() {
     let done: u64 = counts
         .iter()
         .filter(|c| c.1 == JobState::Done)
-        .map(|c| c.2)
+        .map(|c| c.3)
         .sum();
     assert_eq!(done, 60);
 }
@@ -250,7 +250,10 @@ async fn two_daemons_one_killed_every_job_done_once() {
         .into_inner();
     assert_eq!((s.done, s.failed), (12, 0), "every job done once");
     assert_eq!(
-        s.queues.iter().map(|q| q.queued + q.running).sum::<u64>(),
+        s.queues
+            .iter()
+            .map(|q| q.queued + q.running + q.claimed_ahead)
+            .sum::<u64>(),
         0
     );
 }

@@ -83,15 +83,21 @@ struct Args {
     /// CUDA ordinals, comma-separated; `cpu` for the CPU path.
     #[arg(long, allow_hyphen_values = true)]
     devices: Option<String>,
-    /// Worker threads a GPU.
+    /// Worker threads a GPU (with --devices cpu: proofs the CPU lane runs
+    /// at once).
     #[arg(long)]
     gpu_workers_per_device: Option<usize>,
+    /// How long SIGTERM or Ctrl-C waits for running proofs before the
+    /// daemon exits, seconds (default 600); jobs still proving then are
+    /// taken again later.
+    #[arg(long, value_name = "SECS")]
+    shutdown_grace_secs: Option<u64>,
     /// Host memory for loaded keys, bytes.
     #[arg(long)]
     key_host_budget_bytes: Option<u64>,
     /// Print the configuration these flags and --config make, every
     /// setting by its TOML name (the config-file-only ones too:
-    /// max_queued_bytes, shutdown_grace_secs, verify_keys, ...), check it
+    /// max_queued_bytes, verify_keys, load_ahead, ...), check it
     /// as a start would (the token, TLS files and assignment directories
     /// too), and exit without starting. What an empty or unset setting
     /// means is said in the comment above it.
@@ -136,6 +142,9 @@ fn config(a: Args) -> anyhow::Result<Config> {
     }
     if let Some(v) = a.lease_secs {
         c.lease_secs = v;
+    }
+    if let Some(v) = a.shutdown_grace_secs {
+        c.shutdown_grace_secs = v;
     }
     if let Some(v) = a.max_queued_jobs {
         c.max_queued_jobs = v;

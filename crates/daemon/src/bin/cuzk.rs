@@ -771,25 +771,12 @@ fn age(us: i64, now_us: i64) -> String {
 }
 
 /// `us` (microseconds since the Unix epoch) as UTC,
-/// `YYYY-MM-DD HH:MM:SS.mmmZ` (the civil calendar from days since the
-/// epoch, Howard Hinnant's algorithm: no date crate for one line).
+/// `YYYY-MM-DD HH:MM:SS.mmmZ`; the number itself where it is past
+/// chrono's range.
 fn utc(us: i64) -> String {
-    let (secs, ms) = (us.div_euclid(1_000_000), us.rem_euclid(1_000_000) / 1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{ms:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+    chrono::DateTime::from_timestamp_micros(us).map_or_else(
+        || format!("{us} µs since the Unix epoch"),
+        |t| t.format("%Y-%m-%d %H:%M:%S%.3fZ").to_string(),
     )
 }
 
@@ -927,6 +914,7 @@ fn status_json(s: &pb::GetStatusResponse) -> serde_json::Value {
                 "priority": priority_name(q.priority),
                 "queued": q.queued,
                 "running": q.running,
+                "claimed_ahead": q.claimed_ahead,
             })
         })
         .collect();
@@ -987,7 +975,8 @@ fn status_table(s: &pb::GetStatusResponse) {
     }
     say!("{t}");
     let mut q = comfy_table::Table::new();
-    q.set_header(["class", "queued", "running"]);
+    // Claimed ahead: taken by a worker to prove after its current job.
+    q.set_header(["class", "queued", "running", "claimed ahead"]);
     for c in &s.queues {
         let p = pb::Priority::try_from(c.priority).unwrap_or(pb::Priority::Unspecified);
         q.add_row([
@@ -996,6 +985,7 @@ fn status_table(s: &pb::GetStatusResponse) {
                 .to_lowercase(),
             c.queued.to_string(),
             c.running.to_string(),
+            c.claimed_ahead.to_string(),
         ]);
     }
     say!("{q}");
