@@ -907,6 +907,10 @@ impl Engine {
     /// start).
     pub async fn shutdown(&self, grace: Duration) -> usize {
         self.begin_shutdown();
+        // No worker starts a job claimed ahead once the stop began: they go
+        // back now, not after the grace, for other daemons sharing the
+        // store to take.
+        self.give_back_ahead().await;
         let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
         let deadline = Instant::now() + grace;
         while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
@@ -922,9 +926,17 @@ impl Engine {
         for h in handles.into_iter().filter(|h| h.is_finished()) {
             let _ = h.join();
         }
-        // Jobs claimed ahead by workers still proving: back to the queue,
-        // their attempt not counted (the workers, when their proofs end,
-        // find them gone and start nothing).
+        // Any claimed ahead during the grace (a claim that began before
+        // the stop and ended after it gives its job back itself; this is
+        // for one whose give-back failed).
+        self.give_back_ahead().await;
+        self.store.close().await;
+        running
+    }
+
+    /// Gives the jobs claimed ahead back to the queue, their attempt not
+    /// counted (a worker that finds its job gone starts nothing).
+    async fn give_back_ahead(&self) {
         let ahead = std::mem::take(&mut *self.ahead.lock().unwrap_or_else(|p| p.into_inner()));
         for (id, lease) in ahead {
             match self.store.unclaim(&id, &lease, now_us()).await {
@@ -940,8 +952,6 @@ impl Engine {
                 ),
             }
         }
-        self.store.close().await;
-        running
     }
 
     /// A worker thread of lane `lane`. With [`Config::load_ahead`], while
@@ -1066,7 +1076,8 @@ impl Engine {
     /// Starts a job claimed ahead: takes it out of the claims ahead and
     /// counts its attempt ([`JobStore::begin`]). `None` when there is
     /// nothing to prove: a shutdown gave it back, its lease passed to
-    /// another claim, or the store failed (then it is given back).
+    /// another claim, its cancellation was asked (it ends cancelled), the
+    /// daemon is stopping, or the store failed (then it is given back).
     fn begin(&self, c: Claimed) -> Option<Claimed> {
         let mine = self
             .ahead
@@ -1078,6 +1089,16 @@ impl Engine {
             return None;
         }
         match self.rt.block_on(self.store.begin(&c.job.id, &c.lease)) {
+            // Cancelled while it waited, or the stop began: not proved
+            // (given back, a cancelled job ends cancelled).
+            Ok(Some(job)) if job.cancel_requested || self.shutdown.load(Ordering::SeqCst) => {
+                self.ahead
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(c.job.id.clone(), c.lease.clone());
+                self.give_back(Claimed { job, ..c });
+                None
+            }
             Ok(Some(job)) => Some(Claimed { job, ..c }),
             Ok(None) => {
                 tracing::warn!(

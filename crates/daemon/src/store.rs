@@ -707,7 +707,8 @@ impl JobStore {
     /// # Errors
     /// [`Error::Store`] with the driver's reason.
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        // On the leases' pool: a busy main pool must not fail the check.
+        sqlx::query("SELECT 1").execute(&self.leases).await?;
         Ok(())
     }
 

@@ -174,7 +174,8 @@ enum Cmd {
         /// The job's id, as `submit` printed it.
         job: String,
         /// Print one JSON object instead (times in microseconds since the
-        /// Unix epoch, 0 for not yet; stage timings in milliseconds).
+        /// Unix epoch, 0 for not yet; stage timings in milliseconds;
+        /// `device` null until done, then -1 for the CPU path).
         #[arg(long)]
         json: bool,
     },
@@ -739,7 +740,8 @@ fn job_json(r: &pb::ProofResult) -> serde_json::Value {
         "circuit_id": r.circuit_id,
         "attempts": r.attempts,
         "worker": r.worker,
-        "device": r.device,
+        // -1 is the CPU path once done; before, no device yet.
+        "device": (r.state == pb::JobState::Done as i32).then_some(r.device),
         "submitted_unix_us": r.submitted_unix_us,
         "started_unix_us": r.started_unix_us,
         "finished_unix_us": r.finished_unix_us,
