@@ -980,11 +980,8 @@ fn status_table(s: &pb::GetStatusResponse) {
     // Claimed ahead: taken by a worker to prove after its current job.
     q.set_header(["class", "queued", "running", "claimed ahead"]);
     for c in &s.queues {
-        let p = pb::Priority::try_from(c.priority).unwrap_or(pb::Priority::Unspecified);
         q.add_row([
-            p.as_str_name()
-                .trim_start_matches("PRIORITY_")
-                .to_lowercase(),
+            priority_name(c.priority),
             c.queued.to_string(),
             c.running.to_string(),
             c.claimed_ahead.to_string(),
