@@ -221,11 +221,12 @@ pub struct Engine {
     /// start.
     tls: Option<ServerTls>,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
-    /// The jobs workers claimed ahead and have not started proving: job id
-    /// to lease token. Whoever takes a job out (its worker beginning it or
-    /// giving it back, or a shutdown whose grace ran out) hands it on or
-    /// back, once.
-    ahead: Mutex<std::collections::HashMap<String, String>>,
+    /// The jobs workers claimed ahead and have not started proving: (job
+    /// id, lease token), a claim of its own should the job's lease pass to
+    /// another claim of this daemon. Whoever takes a claim out (its worker
+    /// beginning it or giving it back, or a shutdown) hands it on or back,
+    /// once.
+    ahead: Mutex<std::collections::HashSet<(String, String)>>,
     /// Page-locked buffers for the assignments of GPU lanes' jobs.
     pinned: PinnedPool,
     /// The data directory's lock, held while the engine lives.
@@ -399,7 +400,7 @@ impl Engine {
             auth_token,
             tls,
             workers: Mutex::new(Vec::new()),
-            ahead: Mutex::new(std::collections::HashMap::new()),
+            ahead: Mutex::new(std::collections::HashSet::new()),
             pinned: PinnedPool::new(
                 matches!(lanes, Lanes::Gpu(_)),
                 // A worker's current job and the one it loads ahead.
@@ -940,11 +941,11 @@ impl Engine {
         let ahead = std::mem::take(&mut *self.ahead.lock().unwrap_or_else(|p| p.into_inner()));
         for (id, lease) in ahead {
             match self.store.unclaim(&id, &lease, now_us()).await {
-                Ok(true) => match self.store.get(&id).await {
-                    Ok(Some(j)) if j.state == JobState::Cancelled => self.ended(&j, None, None),
-                    _ => tracing::info!(job = %id, "a job claimed ahead went back to the queue"),
-                },
-                Ok(false) => {}
+                Ok(Some(j)) if j.state == JobState::Cancelled => self.ended(&j, None, None),
+                Ok(Some(_)) => {
+                    tracing::info!(job = %id, "a job claimed ahead went back to the queue")
+                }
+                Ok(None) => {}
                 Err(e) => tracing::warn!(
                     job = %id,
                     "giving back a job claimed ahead: {e}; it returns to the queue when its \
@@ -1056,7 +1057,7 @@ impl Engine {
         self.ahead
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(c.job.id.clone(), c.lease.clone());
+            .insert((c.job.id.clone(), c.lease.clone()));
         if self.shutdown.load(Ordering::SeqCst) {
             // The stop came during the claim: the shutdown may have given
             // back the others already.
@@ -1083,8 +1084,7 @@ impl Engine {
             .ahead
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&c.job.id)
-            .is_some();
+            .remove(&(c.job.id.clone(), c.lease.clone()));
         if !mine {
             return None;
         }
@@ -1095,7 +1095,7 @@ impl Engine {
                 self.ahead
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(c.job.id.clone(), c.lease.clone());
+                    .insert((c.job.id.clone(), c.lease.clone()));
                 self.give_back(Claimed { job, ..c });
                 None
             }
@@ -1112,7 +1112,7 @@ impl Engine {
                 self.ahead
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(c.job.id.clone(), c.lease.clone());
+                    .insert((c.job.id.clone(), c.lease.clone()));
                 self.give_back(c);
                 None
             }
@@ -1130,8 +1130,7 @@ impl Engine {
             .ahead
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&job.id)
-            .is_some();
+            .remove(&(job.id.clone(), lease.clone()));
         if !mine {
             return;
         }
@@ -1139,27 +1138,12 @@ impl Engine {
             .rt
             .block_on(self.store.unclaim(&job.id, &lease, now_us()))
         {
-            Ok(true) => {
-                self.ended_cancelled(&job, None);
-            }
-            Ok(false) => {}
+            Ok(Some(j)) if j.state == JobState::Cancelled => self.ended(&j, None, None),
+            Ok(_) => {}
             Err(e) => tracing::warn!(
                 "giving back job {} claimed ahead: {e}; it returns when its lease runs out",
                 job.id
             ),
-        }
-    }
-
-    /// Whether `job`, just stored as ended or given back, is now cancelled
-    /// (its cancellation asked while it was held); if so, [`Engine::ended`]
-    /// with `proof_ms`, the proof's time if one ran.
-    fn ended_cancelled(&self, job: &JobRecord, proof_ms: Option<f64>) -> bool {
-        match self.rt.block_on(self.store.get(&job.id)) {
-            Ok(Some(j)) if j.state == JobState::Cancelled => {
-                self.ended(&j, proof_ms, None);
-                true
-            }
-            _ => false,
         }
     }
 
@@ -1232,7 +1216,7 @@ impl Engine {
         let daemon_fault = matches!(outcome, Err(Fault::Daemon(_)));
         // The result is stored while the lease is still renewed; a store
         // that is briefly unreachable is retried for a while.
-        let mut stored = Err(Error::Internal("not stored".into()));
+        let mut stored: Result<Option<JobRecord>> = Err(Error::Internal("not stored".into()));
         for attempt in 0..10 {
             stored = self.rt.block_on(async {
                 match &outcome {
@@ -1243,9 +1227,16 @@ impl Engine {
                             .await
                     }
                     Err(Fault::Job(e)) => {
-                        self.store
-                            .fail(&job.id, &lease, &e.to_string(), now_us())
-                            .await
+                        let failed_us = now_us();
+                        let failed = self
+                            .store
+                            .fail(&job.id, &lease, &e.to_string(), failed_us)
+                            .await?;
+                        Ok(failed.then(|| JobRecord {
+                            state: JobState::Failed,
+                            finished_us: Some(failed_us),
+                            ..job.clone()
+                        }))
                     }
                     Err(Fault::Daemon(e)) => {
                         self.store
@@ -1264,36 +1255,24 @@ impl Engine {
         }
         drop(renew);
         match (&outcome, stored) {
-            (_, Ok(false)) => {
+            (_, Ok(None)) => {
                 tracing::warn!("the job's lease passed to another claim; result dropped")
             }
             (_, Err(e)) => tracing::warn!("storing the result: {e}; the job will be taken again"),
             // Errors quoted (`?`): a client's path in them cannot start a
             // line of its own in the log.
-            (Err(Fault::Daemon(e)), Ok(true)) => {
-                if !self.ended_cancelled(&job, None) {
+            (Err(Fault::Daemon(e)), Ok(Some(j))) => {
+                if j.state == JobState::Cancelled {
+                    self.ended(&j, None, None);
+                } else {
                     tracing::warn!(job = %job.id, error = ?e.to_string(), "given back to the queue");
                 }
             }
-            (Ok((_, t, _)), Ok(true)) => {
-                if !self.ended_cancelled(&job, Some(t.total_ms)) {
-                    let done = JobRecord {
-                        state: JobState::Done,
-                        finished_us: Some(now_us()),
-                        ..job.clone()
-                    };
-                    self.ended(&done, Some(t.total_ms), None);
-                }
+            (Ok((_, t, _)), Ok(Some(j))) => {
+                self.ended(&j, Some(t.total_ms), None);
                 self.metrics.stages(t);
             }
-            (Err(Fault::Job(e)), Ok(true)) => {
-                let failed = JobRecord {
-                    state: JobState::Failed,
-                    finished_us: Some(now_us()),
-                    ..job.clone()
-                };
-                self.ended(&failed, None, Some(&e.to_string()));
-            }
+            (Err(Fault::Job(e)), Ok(Some(j))) => self.ended(&j, None, Some(&e.to_string())),
         }
         self.changed.notify_waiters();
         daemon_fault

@@ -455,54 +455,65 @@ impl JobStore {
 
     /// Gives job `id` back to the queue (its lease token `lease` still
     /// holding it), noting `error`: for failures of the daemon rather than
-    /// the job (a GPU fault, a key this host lacks); false when the job is
-    /// no longer held by `lease`. A job whose cancellation was asked ends
-    /// cancelled instead, finished at `now_us` (microseconds since the Unix
-    /// epoch).
+    /// the job (a GPU fault, a key this host lacks). A job whose
+    /// cancellation was asked ends cancelled instead, finished at `now_us`
+    /// (microseconds since the Unix epoch). Returns the job as the call
+    /// left it (queued or cancelled), read in the same statement, so that
+    /// a cancellation racing it is seen once; `None` when the job is no
+    /// longer held by `lease`.
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn release(&self, id: &str, lease: &str, error: &str, now_us: i64) -> Result<bool> {
-        let r = sqlx::query(
+    pub async fn release(
+        &self,
+        id: &str,
+        lease: &str,
+        error: &str,
+        now_us: i64,
+    ) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
              ELSE 'queued' END, error = $1, lease_owner = NULL, lease_until_us = NULL, \
              finished_us = CASE WHEN cancel_requested = 1 THEN $4 ELSE finished_us END \
-             WHERE id = $2 AND lease_owner = $3 AND state = 'running'",
-        )
+             WHERE id = $2 AND lease_owner = $3 AND state = 'running' \
+             RETURNING {COLUMNS}"
+        ))
         .bind(error)
         .bind(id)
         .bind(lease)
         .bind(now_us)
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok(r.rows_affected() == 1)
+        row.map(|r| record(&r)).transpose()
     }
 
     /// Gives job `id`, claimed by lease token `lease` and never started
     /// (a job a worker claimed ahead when the daemon stopped), back to the
     /// queue as it was: its attempt not counted (a claim ahead counted
-    /// none; another's is taken back), no start time. False when the job is
-    /// no longer held by `lease`. A job whose cancellation was asked ends
-    /// cancelled instead, finished at `now_us` (microseconds since the Unix
-    /// epoch).
+    /// none; another's is taken back), no start time. A job whose
+    /// cancellation was asked ends cancelled instead, finished at `now_us`
+    /// (microseconds since the Unix epoch). Returns the job as the call
+    /// left it, as [`JobStore::release`] does; `None` when the job is no
+    /// longer held by `lease`.
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn unclaim(&self, id: &str, lease: &str, now_us: i64) -> Result<bool> {
-        let r = sqlx::query(
+    pub async fn unclaim(&self, id: &str, lease: &str, now_us: i64) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' \
              ELSE 'queued' END, lease_owner = NULL, lease_until_us = NULL, started_us = NULL, \
              attempts = CASE WHEN claimed_ahead = 1 OR attempts = 0 THEN attempts \
              ELSE attempts - 1 END, claimed_ahead = 0, \
              finished_us = CASE WHEN cancel_requested = 1 THEN $3 ELSE finished_us END \
-             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
-        )
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running' \
+             RETURNING {COLUMNS}"
+        ))
         .bind(id)
         .bind(lease)
         .bind(now_us)
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok(r.rows_affected() == 1)
+        row.map(|r| record(&r)).transpose()
     }
 
     /// The job submitted with idempotency key `key`, if any.
@@ -557,9 +568,10 @@ impl JobStore {
     }
 
     /// Stores the proof of job `id` made under lease `owner` (a claim's
-    /// token): done, or cancelled when a cancellation was asked meanwhile;
-    /// false when the job is no longer held by it, and then nothing
-    /// changes.
+    /// token): done, or cancelled (the proof dropped) when a cancellation
+    /// was asked meanwhile. Returns the job as the call left it, as
+    /// [`JobStore::release`] does; `None` when the job is no longer held
+    /// by `owner`, and then nothing changes.
     ///
     /// # Errors
     /// [`Error::Store`].
@@ -571,23 +583,24 @@ impl JobStore {
         timings_json: &str,
         device: i64,
         now_us: i64,
-    ) -> Result<bool> {
-        let r = sqlx::query(
+    ) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET \
              state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'done' END, \
              proof = CASE WHEN cancel_requested = 1 THEN NULL ELSE $1 END, \
              timings = $2, device = $3, finished_us = $4, lease_owner = NULL \
-             WHERE id = $5 AND lease_owner = $6 AND state = 'running'",
-        )
+             WHERE id = $5 AND lease_owner = $6 AND state = 'running' \
+             RETURNING {COLUMNS}"
+        ))
         .bind(hex::encode(proof))
         .bind(timings_json)
         .bind(device)
         .bind(now_us)
         .bind(id)
         .bind(owner)
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok(r.rows_affected() == 1)
+        row.map(|r| record(&r)).transpose()
     }
 
     /// Marks job `id`, held under lease `owner` (a claim's token), failed
@@ -610,28 +623,32 @@ impl JobStore {
     }
 
     /// Cancels job `id`: a queued job at once, a running one when its proof
-    /// completes. Returns the job after the call and whether it was
-    /// cancelled by this call (its payload can go).
+    /// completes or it goes back to the queue. One statement does both, so
+    /// that a job moving between queued and running meanwhile is not
+    /// missed. Returns the job after the call and whether it was cancelled
+    /// by this call (its payload can go).
     ///
     /// # Errors
     /// [`Error::NotFound`] for an unknown id; [`Error::Store`].
     pub async fn cancel(&self, id: &str, now_us: i64) -> Result<(JobRecord, bool)> {
-        let r = sqlx::query(
-            "UPDATE cuzk_jobs SET state = 'cancelled', finished_us = $1 \
-             WHERE id = $2 AND state = 'queued'",
-        )
+        let row = sqlx::query(&format!(
+            "UPDATE cuzk_jobs SET \
+             finished_us = CASE WHEN state = 'queued' THEN $1 ELSE finished_us END, \
+             cancel_requested = CASE WHEN state = 'running' THEN 1 ELSE cancel_requested END, \
+             state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END \
+             WHERE id = $2 AND state IN ('queued', 'running') \
+             RETURNING {COLUMNS}"
+        ))
         .bind(now_us)
         .bind(id)
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        sqlx::query(
-            "UPDATE cuzk_jobs SET cancel_requested = 1 WHERE id = $1 AND state = 'running'",
-        )
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
+        if let Some(j) = row.map(|r| record(&r)).transpose()? {
+            let now = j.state == JobState::Cancelled;
+            return Ok((j, now));
+        }
         match self.get(id).await? {
-            Some(j) => Ok((j, r.rows_affected() == 1)),
+            Some(j) => Ok((j, false)),
             None => Err(Error::NotFound(format!("no job {id}"))),
         }
     }
@@ -1020,11 +1037,23 @@ mod tests {
         assert_ne!(l1, l2);
         // The first claim lost it: its result is refused, the second's is
         // kept, once.
-        assert!(!s.complete("a", &l1, &[1], "{}", 0, 160).await.unwrap());
+        assert!(s
+            .complete("a", &l1, &[1], "{}", 0, 160)
+            .await
+            .unwrap()
+            .is_none());
         assert!(!s.renew("a", &l1, 300).await.unwrap());
         assert!(!s.fail("a", &l1, "late", 165).await.unwrap());
-        assert!(s.complete("a", &l2, &[2, 3], "{}", -1, 170).await.unwrap());
-        assert!(!s.complete("a", &l2, &[4], "{}", -1, 171).await.unwrap());
+        assert!(s
+            .complete("a", &l2, &[2, 3], "{}", -1, 170)
+            .await
+            .unwrap()
+            .is_some());
+        assert!(s
+            .complete("a", &l2, &[4], "{}", -1, 171)
+            .await
+            .unwrap()
+            .is_none());
         let j = s.get("a").await.unwrap().unwrap();
         assert_eq!(j.state, JobState::Done);
         assert_eq!(j.proof.as_deref(), Some(&[2u8, 3][..]));
@@ -1044,8 +1073,11 @@ mod tests {
         let j = s.claim("w", 10, 100, 1).await.unwrap().unwrap();
         assert_eq!((j.id.as_str(), j.attempts), ("a", 1));
         let lease = j.lease.unwrap();
-        assert!(s.unclaim("a", &lease, 15).await.unwrap());
-        assert!(!s.unclaim("a", &lease, 15).await.unwrap(), "no longer held");
+        assert!(s.unclaim("a", &lease, 15).await.unwrap().is_some());
+        assert!(
+            s.unclaim("a", &lease, 15).await.unwrap().is_none(),
+            "no longer held"
+        );
         let a = s.get("a").await.unwrap().unwrap();
         assert_eq!(
             (a.state, a.attempts, a.started_us),
@@ -1056,7 +1088,7 @@ mod tests {
         let j = s.take("w", 12, 100, true).await.unwrap().unwrap();
         assert_eq!((j.id.as_str(), j.attempts, j.claimed_ahead), ("a", 0, true));
         let lease = j.lease.unwrap();
-        assert!(s.unclaim("a", &lease, 15).await.unwrap());
+        assert!(s.unclaim("a", &lease, 15).await.unwrap().is_some());
         let a = s.get("a").await.unwrap().unwrap();
         assert_eq!(
             (a.state, a.attempts, a.started_us),
@@ -1075,7 +1107,8 @@ mod tests {
         assert!(s
             .unclaim("b", b.lease.as_deref().unwrap(), 32)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         let b = s.get("b").await.unwrap().unwrap();
         assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(32)));
         // Finished, so pruned like any other: "a" (running) stays.
@@ -1127,7 +1160,8 @@ mod tests {
         assert!(s
             .release("a", j2.lease.as_deref().unwrap(), "GPU fault", 61)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         let failed = s.sweep(70, 1).await.unwrap();
         assert_eq!(failed.len(), 1);
         assert_eq!((failed[0].state, failed[0].attempts), (JobState::Failed, 1));
@@ -1161,8 +1195,12 @@ mod tests {
             let j = s.claim("w", 10, 100, 3).await.unwrap().unwrap();
             assert_eq!(j.attempts, attempt);
             let lease = j.lease.unwrap();
-            assert!(s.release("a", &lease, "GPU fault", 11).await.unwrap());
-            assert!(!s.release("a", &lease, "again", 12).await.unwrap());
+            assert!(s
+                .release("a", &lease, "GPU fault", 11)
+                .await
+                .unwrap()
+                .is_some());
+            assert!(s.release("a", &lease, "again", 12).await.unwrap().is_none());
         }
         // Taken three times: the fourth claim fails it instead.
         assert!(s.claim("w", 20, 100, 3).await.unwrap().is_none());
@@ -1180,14 +1218,51 @@ mod tests {
             .unwrap();
         let j = s.claim("w", 31, 100, 3).await.unwrap().unwrap();
         assert_eq!(j.id, "b");
-        assert!(!s.cancel("b", 32).await.unwrap().1);
-        assert!(s
-            .release("b", &j.lease.unwrap(), "GPU fault", 33)
-            .await
-            .unwrap());
-        let b = s.get("b").await.unwrap().unwrap();
+        let lease = j.lease.unwrap();
+        let (b, now) = s.cancel("b", 32).await.unwrap();
+        assert_eq!(
+            (b.state, b.cancel_requested, now),
+            (JobState::Running, true, false)
+        );
+        // The release returns the job as it left it, cancelled: the one
+        // place that sees the cancellation end it.
+        let b = s.release("b", &lease, "GPU fault", 33).await.unwrap();
+        let b = b.expect("held by its lease");
         assert_eq!((b.state, b.finished_us), (JobState::Cancelled, Some(33)));
+        assert_eq!(
+            s.get("b").await.unwrap().unwrap().state,
+            JobState::Cancelled
+        );
+        // Asked again once ended: nothing changes, and not "cancelled now".
+        let (b, now) = s.cancel("b", 35).await.unwrap();
+        assert_eq!(
+            (b.state, b.finished_us, now),
+            (JobState::Cancelled, Some(33), false)
+        );
         assert_eq!(s.prune(34).await.unwrap(), 2);
+    }
+
+    /// A job given back to the queue before its cancellation is asked is
+    /// cancelled by the cancellation itself, at once: one statement sees
+    /// it queued (two, one for each state, could miss it between them).
+    #[tokio::test]
+    async fn a_cancel_after_a_release_cancels_the_queued_job() {
+        let (s, _d) = store().await;
+        s.insert(&job("a", Priority::Normal, None), 1)
+            .await
+            .unwrap();
+        let j = s.claim("w", 2, 100, 3).await.unwrap().unwrap();
+        let a = s
+            .release("a", &j.lease.unwrap(), "GPU fault", 3)
+            .await
+            .unwrap();
+        assert_eq!(a.map(|a| a.state), Some(JobState::Queued));
+        let (a, now) = s.cancel("a", 4).await.unwrap();
+        assert_eq!(
+            (a.state, a.finished_us, now),
+            (JobState::Cancelled, Some(4), true)
+        );
+        assert!(s.claim("w", 5, 100, 3).await.unwrap().is_none());
     }
 
     #[tokio::test]
@@ -1211,7 +1286,8 @@ mod tests {
         assert!(s
             .complete("a", &j.lease.unwrap(), &[1], "{}", 0, 6)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         let j = s.get("a").await.unwrap().unwrap();
         assert_eq!(j.state, JobState::Cancelled);
         assert!(j.proof.is_none());
@@ -1320,7 +1396,8 @@ mod tests {
         assert!(s
             .complete(&j.id, &j.lease.unwrap(), &[1], "{}", 0, 20)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         s.cancel("b", 30).await.unwrap();
         assert_eq!(s.prune(25).await.unwrap(), 1);
         assert!(s.get("a").await.unwrap().is_none());
@@ -1351,7 +1428,8 @@ mod tests {
         assert!(s
             .complete("a", a.lease.as_deref().unwrap(), &[7; 192], "{}", 0, 11)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         s.cancel("b", 12).await.unwrap();
         let c = s.claim("w", 13, 100, 5).await.unwrap().unwrap();
         assert!(s

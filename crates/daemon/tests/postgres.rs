@@ -94,7 +94,8 @@ async fn two_hosts_never_take_one_job_twice() {
                 assert!(s
                     .complete(&j.id, &lease, &[1, 2, 3], "{}", w as i64, 2_000)
                     .await
-                    .unwrap());
+                    .unwrap()
+                    .is_some());
                 mine.push((j.priority, j.id));
             }
             mine
@@ -135,14 +136,16 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
     assert_eq!((jb.id.as_str(), jb.attempts), ("job-002", 2));
     // A late result of the dead host is refused; b's is kept.
     let (la, lb) = (ja.lease.unwrap(), jb.lease.unwrap());
-    assert!(!a
+    assert!(a
         .complete("job-002", &la, &[9], "{}", 0, 120)
         .await
-        .unwrap());
+        .unwrap()
+        .is_none());
     assert!(b
         .complete("job-002", &lb, &[7], "{}", 1, 130)
         .await
-        .unwrap());
+        .unwrap()
+        .is_some());
     let j = a.get("job-002").await.unwrap().unwrap();
     assert_eq!(
         (j.state, j.proof.as_deref()),
@@ -169,8 +172,13 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
     assert!(a
         .release("job-003", &j3.lease.unwrap(), "GPU fault", 180)
         .await
-        .unwrap());
-    assert!(a.unclaim("job-004", &j4.lease.unwrap(), 181).await.unwrap());
+        .unwrap()
+        .is_some());
+    assert!(a
+        .unclaim("job-004", &j4.lease.unwrap(), 181)
+        .await
+        .unwrap()
+        .is_some());
     for (id, at) in [("job-003", 180), ("job-004", 181)] {
         let j = b.get(id).await.unwrap().unwrap();
         assert_eq!((j.state, j.finished_us), (JobState::Cancelled, Some(at)));
@@ -276,7 +284,8 @@ async fn listing_is_newest_first_filtered_and_paged() {
     assert!(s
         .complete(&a.id, a.lease.as_deref().unwrap(), &[7; 192], "{}", 0, 11)
         .await
-        .unwrap());
+        .unwrap()
+        .is_some());
     s.cancel("job-001", 12).await.unwrap();
     let ids = |v: Vec<cuzk_daemon::JobRecord>| v.into_iter().map(|j| j.id).collect::<Vec<_>>();
     let all = s.list(&JobFilter::default(), 100).await.unwrap();
