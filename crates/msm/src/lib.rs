@@ -6,14 +6,14 @@
 //! place (no conversion: the GPU reads their Montgomery-form limbs). The
 //! result is arkworks' projective point.
 //!
-//! ```no_run
+//! ```
 //! use ark_ec::{CurveGroup, PrimeGroup};
 //! use cuzk_msm::{msm, Fr, G1Affine, G1Projective};
 //! let bases: Vec<G1Affine> = (1..=4u64)
 //!     .map(|k| (G1Projective::generator() * Fr::from(k)).into_affine())
 //!     .collect();
 //! let scalars: Vec<Fr> = (1..=4u64).map(Fr::from).collect();
-//! let (sum, _backend) = msm(&bases, &scalars)?;
+//! let (sum, _backend) = msm(&bases, &scalars)?; // the GPU when there is one, else blst
 //! assert_eq!(sum, G1Projective::generator() * Fr::from(30u64));
 //! # Ok::<(), cuzk_msm::Error>(())
 //! ```

@@ -14,6 +14,28 @@
 //! The default coset shift is Fr's multiplicative generator (7), as
 //! ark-poly's `get_coset(Fr::GENERATOR)` uses.
 //!
+//! ```
+//! use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
+//! use cuzk_ntt::{Fr, NttOptions, Order};
+//! let coeffs: Vec<Fr> = (0..1u64 << 10).map(Fr::from).collect();
+//! let mut data = coeffs.clone();
+//! // The GPU when there is one, else ark-poly; `log_n` is the domain's
+//! // exponent (a longer `data`, a multiple of 2^log_n, is a batch).
+//! let _backend = cuzk_ntt::ntt(&mut data, 10, NttOptions::forward())?;
+//! let domain = Radix2EvaluationDomain::<Fr>::new(1 << 10).unwrap();
+//! assert_eq!(data, domain.fft(&coeffs));
+//! // Back to the coefficients (the inverse includes the 1/n).
+//! cuzk_ntt::ntt(&mut data, 10, NttOptions::inverse())?;
+//! assert_eq!(data, coeffs);
+//! // Bit-reversed output (the GPU's native forward order).
+//! cuzk_ntt::ntt(&mut data, 10, NttOptions::forward().with_order(Order::NR))?;
+//! cuzk_ntt::bit_reverse_permute(&mut data, 10)?;
+//! assert_eq!(data, domain.fft(&coeffs));
+//! // A length that is not a multiple of the domain is an error, not a panic.
+//! assert!(cuzk_ntt::ntt(&mut data[..12], 3, NttOptions::forward()).is_err());
+//! # Ok::<(), cuzk_ntt::Error>(())
+//! ```
+//!
 //! The GPU algorithm is Bailey's four-step decomposition with radix-2
 //! decimation-in-frequency passes in shared memory (see `csrc/ntt/ntt.cu`
 //! and `csrc/ntt/passes.cuh`).
