@@ -67,7 +67,9 @@ pub trait MsmCurve: SWCurveConfig<ScalarField = Fr> + sealed::Sealed {
 /// else on the CPU (blst); returns the sum and where it ran (the identity
 /// for empty slices). For one-off calls: a [`GpuMsm`] kept across calls
 /// keeps its stream and memory pool, and [`FixedBases`] keeps the bases on
-/// the device.
+/// the device. The bases are taken as given, as arkworks' `msm` takes
+/// them: points off the curve or outside the prime-order subgroup (check
+/// them once, when the SRS is read) give a meaningless sum, not an error.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when the lengths differ; GPU errors

@@ -38,8 +38,9 @@ inline cuzk_status fail(int code, int cuda_error, const char* fmt, ...) {
 inline cuzk_status no_cuda_build(const char* what) {
     return fail(CUZK_ERR_NO_CUDA_BUILD, 0,
                 "this cuzk build is CPU-only (compiled without nvcc, or with CUZK_NO_CUDA=1), so "
-                "GPU calls are unavailable; rebuild with nvcc reachable through NVCC, CUDA_PATH or "
-                "PATH (in the cuzk repo, `cargo xtask cuda-toolkit` installs one) (from %s)",
+                "GPU calls are unavailable; rebuild without CUZK_NO_CUDA and with nvcc reachable "
+                "through NVCC, CUDA_PATH or PATH (in the cuzk repo, `cargo xtask cuda-toolkit` "
+                "installs one) (from %s)",
                 what);
 }
 
