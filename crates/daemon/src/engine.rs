@@ -1227,16 +1227,9 @@ impl Engine {
                             .await
                     }
                     Err(Fault::Job(e)) => {
-                        let failed_us = now_us();
-                        let failed = self
-                            .store
-                            .fail(&job.id, &lease, &e.to_string(), failed_us)
-                            .await?;
-                        Ok(failed.then(|| JobRecord {
-                            state: JobState::Failed,
-                            finished_us: Some(failed_us),
-                            ..job.clone()
-                        }))
+                        self.store
+                            .fail(&job.id, &lease, &e.to_string(), now_us())
+                            .await
                     }
                     Err(Fault::Daemon(e)) => {
                         self.store

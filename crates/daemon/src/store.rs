@@ -604,22 +604,31 @@ impl JobStore {
     }
 
     /// Marks job `id`, held under lease `owner` (a claim's token), failed
-    /// with `error`; false when the job is no longer held by it.
+    /// with `error`. Returns the job as the call left it, as
+    /// [`JobStore::release`] does; `None` when the job is no longer held by
+    /// `owner`.
     ///
     /// # Errors
     /// [`Error::Store`].
-    pub async fn fail(&self, id: &str, owner: &str, error: &str, now_us: i64) -> Result<bool> {
-        let r = sqlx::query(
+    pub async fn fail(
+        &self,
+        id: &str,
+        owner: &str,
+        error: &str,
+        now_us: i64,
+    ) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(&format!(
             "UPDATE cuzk_jobs SET state = 'failed', error = $1, finished_us = $2, \
-             lease_owner = NULL WHERE id = $3 AND lease_owner = $4 AND state = 'running'",
-        )
+             lease_owner = NULL WHERE id = $3 AND lease_owner = $4 AND state = 'running' \
+             RETURNING {COLUMNS}"
+        ))
         .bind(error)
         .bind(now_us)
         .bind(id)
         .bind(owner)
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok(r.rows_affected() == 1)
+        row.map(|r| record(&r)).transpose()
     }
 
     /// Cancels job `id`: a queued job at once, a running one when its proof
@@ -1043,7 +1052,7 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(!s.renew("a", &l1, 300).await.unwrap());
-        assert!(!s.fail("a", &l1, "late", 165).await.unwrap());
+        assert!(s.fail("a", &l1, "late", 165).await.unwrap().is_none());
         assert!(s
             .complete("a", &l2, &[2, 3], "{}", -1, 170)
             .await
@@ -1329,7 +1338,8 @@ mod tests {
         assert!(s
             .fail("a", &j.lease.unwrap(), "bad witness", 4)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         let j = s.get("a").await.unwrap().unwrap();
         assert_eq!(j.state, JobState::Failed);
         assert_eq!(j.error.as_deref(), Some("bad witness"));
@@ -1435,7 +1445,8 @@ mod tests {
         assert!(s
             .fail("c", c.lease.as_deref().unwrap(), "bad witness", 14)
             .await
-            .unwrap());
+            .unwrap()
+            .is_some());
         assert_eq!(s.claim("w", 15, 100, 5).await.unwrap().unwrap().id, "d");
     }
 

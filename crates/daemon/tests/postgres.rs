@@ -156,7 +156,11 @@ async fn a_dead_hosts_jobs_return_to_the_queue() {
         JobState::Running
     );
     let l1 = j1.lease.unwrap();
-    assert!(b.fail("job-001", &l1, "bad witness", 150).await.unwrap());
+    assert!(b
+        .fail("job-001", &l1, "bad witness", 150)
+        .await
+        .unwrap()
+        .is_some());
     assert_eq!(
         b.get("job-001").await.unwrap().unwrap().state,
         JobState::Failed

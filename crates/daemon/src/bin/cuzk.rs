@@ -655,25 +655,31 @@ async fn await_and_report(
 /// `critical`); `unspecified` for 0, the raw number for a value outside
 /// the enum (a newer daemon).
 fn priority_name(p: i32) -> String {
-    match pb::Priority::try_from(p) {
-        Ok(p) => p
-            .as_str_name()
-            .trim_start_matches("PRIORITY_")
-            .to_lowercase(),
-        Err(_) => p.to_string(),
-    }
+    enum_word(
+        pb::Priority::try_from(p).ok().map(|p| p.as_str_name()),
+        "PRIORITY_",
+        p,
+    )
 }
 
 /// A job state's name as `--state` takes it (`queued`, ..., `cancelled`);
 /// `unspecified` for 0, the raw number for a value outside the enum.
 fn state_name(s: i32) -> String {
-    match pb::JobState::try_from(s) {
-        Ok(s) => s
-            .as_str_name()
-            .trim_start_matches("JOB_STATE_")
-            .to_lowercase(),
-        Err(_) => s.to_string(),
-    }
+    enum_word(
+        pb::JobState::try_from(s).ok().map(|s| s.as_str_name()),
+        "JOB_STATE_",
+        s,
+    )
+}
+
+/// A proto enum value's name without its `prefix`, in lower case
+/// (`PRIORITY_HIGH`: `high`); `raw` itself when the value is not in the
+/// enum (`name` is `None`).
+fn enum_word(name: Option<&str>, prefix: &str, raw: i32) -> String {
+    name.map_or_else(
+        || raw.to_string(),
+        |n| n.trim_start_matches(prefix).to_lowercase(),
+    )
 }
 
 /// Jobs matching `states` (empty: all) and `circuit` (empty: all), newest
